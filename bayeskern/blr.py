@@ -1,0 +1,138 @@
+"""Bayesian linear regression in weight space: the PyMC likelihood, the analytic posterior and the evidence.
+
+Model: w ~ N(0, Σ), t = Φw + ε, ε ~ N(0, σ²I), with Φ = φ(X) from a feature map. Everything is
+computed through Σ = L Lᵀ and B = I + ΨᵀΨ/σ² with Ψ = ΦL, whose eigenvalues are ≥ 1, so the M × M
+factorisation never needs jitter and Σ is never inverted.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import scipy.linalg
+
+from bayeskern._linalg import solve_lower
+from bayeskern._results import Posterior
+from bayeskern._validation import as_inputs, as_targets, check_prior_cov, check_sigma, is_symbolic, same_columns
+from bayeskern.features import design_matrix
+
+__all__ = ["BLRPosterior", "likelihood", "posterior"]
+
+_LOG_2PI = np.log(2 * np.pi)
+
+
+def _prior_factor(S, M: int, lib):
+    """L with Σ = L Lᵀ, for Σ a scalar (s·I), a vector (diagonal) or a matrix; `lib` is np or pt."""
+    if S.ndim == 0:
+        return lib.sqrt(S) * lib.eye(M)
+    if S.ndim == 1:
+        return lib.diag(lib.sqrt(S))
+    return pt.linalg.cholesky(S) if lib is pt else scipy.linalg.cholesky(S, lower=True)
+
+
+def _log_evidence_symbolic(t, Phi, S, sigma):
+    """log N(t | 0, ΦΣΦᵀ + σ²I), in O(n M²) through the M × M matrix B (Woodbury)."""
+    n, M = Phi.shape[0], Phi.shape[1]
+    Psi = pt.dot(Phi, _prior_factor(S, M, pt))  # Ψ = Φ L
+    LB = pt.linalg.cholesky(pt.eye(M) + pt.dot(Psi.T, Psi) / sigma**2)  # B = I + ΨᵀΨ/σ²
+    v = pt.linalg.solve_triangular(LB, pt.linalg.solve_triangular(LB, pt.dot(Psi.T, t), lower=True), lower=True, trans=1)
+    v = v / sigma**2  # v = B⁻¹Ψᵀt/σ² = L⁻¹ m_N
+    # tᵀC⁻¹t = ‖t − Φm_N‖²/σ² + m_NᵀΣ⁻¹m_N   (PRML 3.82, 3.86 with a general Σ)
+    quad = pt.sum((t - pt.dot(Psi, v)) ** 2) / sigma**2 + pt.sum(v**2)
+    # log|C| = 2n log σ + log|B|
+    return -0.5 * quad - n * pt.log(sigma) - pt.sum(pt.log(pt.diagonal(LB))) - 0.5 * n * _LOG_2PI
+
+
+def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = False, **kwargs):
+    """Add Bayesian linear regression t = Φw + ε to the current PyMC model.
+
+    `features`: φ, a feature map or callable X → Φ (n, M). `prior_cov`: Σ, the prior covariance of
+    w — a scalar α⁻¹, a vector (diagonal), an (M, M) SPD matrix, or a PyMC random variable of those
+    shapes. `sigma`: σ > 0, the noise standard deviation. With `collapsed=False` the weights are
+    explicit: `{name}_weights` ~ N(0, Σ) and t ~ N(Φw, σ²I). With `collapsed=True` they are
+    integrated out: t ~ N(0, ΦΣΦᵀ + σ²I), evaluated in weight space in O(n M²).
+    Extra keyword arguments go to the observed distribution. Returns the observed variable.
+    """
+    X = as_inputs(X, "X")
+    t = as_targets(y, X.shape[0], "y")
+    Phi = design_matrix(features, X)
+    M = Phi.shape[1]
+    S = check_prior_cov(prior_cov, M)
+    sigma = check_sigma(sigma, allow_zero=False)
+    S_t = pt.as_tensor_variable(S)
+    if not collapsed:
+        if S_t.ndim == 2:
+            w = pm.MvNormal(f"{name}_weights", mu=pt.zeros(M), cov=S_t)
+        else:
+            w = pm.Normal(f"{name}_weights", mu=0.0, sigma=pt.sqrt(S_t), shape=M)
+        return pm.Normal(name, mu=pt.dot(Phi, w), sigma=sigma, observed=t, **kwargs)
+
+    def generate(Phi, S, sigma, size):
+        L = _prior_factor(S, Phi.shape[1], pt)
+        z = pm.Normal.dist(0.0, 1.0, shape=(Phi.shape[1],))
+        return pt.dot(Phi, pt.dot(L, z)) + pm.Normal.dist(0.0, sigma, shape=(Phi.shape[0],))  # Φw + ε
+
+    def logp(value, Phi, S, sigma):
+        return _log_evidence_symbolic(value, Phi, S, sigma)
+
+    core = {0: "()", 1: "(m)", 2: "(m,m)"}[S_t.ndim]
+    return pm.CustomDist(
+        name, pt.as_tensor_variable(Phi), S_t, sigma, dist=generate, logp=logp,
+        signature=f"(n,m),{core},()->(n)", observed=t, **kwargs,
+    )
+
+
+@dataclass(frozen=True)
+class BLRPosterior(Posterior):
+    """The analytic BLR posterior: weights N(m_N, S_N), the predictive at Xnew and the evidence.
+
+    `weights_mean`: m_N = σ⁻² S_N Φᵀt. `weights_cov`: S_N = (Σ⁻¹ + σ⁻²ΦᵀΦ)⁻¹ (PRML 3.53–3.54).
+    `mean`: Φ*m_N. `cov`: Φ*S_NΦ*ᵀ, plus σ²I when `include_noise` (PRML 3.58–3.59).
+    `log_marginal_likelihood`: the evidence log p(t) (PRML 3.86 with a general Σ).
+    """
+
+    weights_mean: np.ndarray
+    weights_cov: np.ndarray
+
+
+def posterior(features, X, y, sigma, prior_cov, Xnew=None, include_noise: bool = False) -> BLRPosterior:
+    """The exact posterior of w ~ N(0, Σ), t = Φw + ε, ε ~ N(0, σ²I), and its predictive at Xnew.
+
+    `features`: φ. `sigma`: σ > 0. `prior_cov`: Σ (scalar α⁻¹, vector, or SPD matrix). `Xnew`:
+    where to predict (X if not given). `include_noise`: whether `cov`/`var` are for f = Φ*w (False)
+    or for new observations (True).
+    """
+    X = as_inputs(X, "X")
+    t = as_targets(y, X.shape[0], "y")
+    Xnew = X if Xnew is None else as_inputs(Xnew, "Xnew")
+    same_columns(X, Xnew, "X", "Xnew")
+    if is_symbolic(include_noise) or not isinstance(include_noise, bool | np.bool_):
+        raise ValueError(f"include_noise must be True or False, got {include_noise!r}")
+    sigma = float(check_sigma(sigma, allow_zero=False))
+    Phi = design_matrix(features, X)
+    n, M = Phi.shape
+    S = check_prior_cov(prior_cov, M)
+    if is_symbolic(S):
+        raise ValueError("prior_cov must be numeric here; random variables belong in likelihood()")
+
+    L = _prior_factor(S, M, np)  # Σ = L Lᵀ
+    Psi = Phi @ L  # Ψ = Φ L
+    LB = scipy.linalg.cholesky(np.eye(M) + Psi.T @ Psi / sigma**2, lower=True)  # B = I + ΨᵀΨ/σ²
+    G = solve_lower(LB, L.T)  # S_N = L B⁻¹ Lᵀ = GᵀG
+    weights_cov = G.T @ G
+    v = scipy.linalg.cho_solve((LB, True), Psi.T @ t) / sigma**2  # v = B⁻¹Ψᵀt/σ² = L⁻¹m_N
+    weights_mean = L @ v  # m_N = σ⁻² S_N Φᵀ t   (PRML 3.53)
+
+    Phi_new = design_matrix(features, Xnew)
+    mean = Phi_new @ weights_mean  # y(x) = m_Nᵀ φ(x)   (PRML 3.58)
+    H = G @ Phi_new.T  # Φ*S_NΦ*ᵀ = HᵀH
+    cov, var = H.T @ H, np.sum(H**2, axis=0)  # σ²_N(x) − σ² = φ(x)ᵀ S_N φ(x)   (PRML 3.59)
+    if include_noise:
+        cov, var = cov + sigma**2 * np.eye(len(Xnew)), var + sigma**2
+    cov[np.diag_indices_from(cov)] = var
+
+    # log p(t) = −½[‖t − Φm_N‖²/σ² + m_NᵀΣ⁻¹m_N] − n log σ − ½ log|B| − n/2 log 2π
+    quad = np.sum((t - Psi @ v) ** 2) / sigma**2 + v @ v
+    lml = -0.5 * quad - n * np.log(sigma) - np.sum(np.log(np.diag(LB))) - 0.5 * n * _LOG_2PI
+    return BLRPosterior(mean, cov, var, float(lml), bool(include_noise), Xnew, weights_mean, weights_cov)

@@ -1,0 +1,222 @@
+"""Feature maps φ: inputs X (n, d) → design matrix Φ (n, M), as PyTensor graphs evaluated to numbers."""
+
+from collections.abc import Hashable
+from itertools import combinations_with_replacement
+import numbers
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor import wrap_py
+from pytensor.tensor.variable import TensorConstant
+
+from bayeskern._compile import compiled
+from bayeskern._validation import as_inputs, check_number
+
+__all__ = ["FeatureMap", "Fourier", "GaussianBasis", "Polynomial", "SigmoidBasis", "design_matrix", "design_tensor", "n_features"]
+
+
+class FeatureMap:
+    """Base: `phi(X)` gives Φ (n, M) as numpy; `phi.symbolic(X)` gives the PyTensor graph."""
+
+    def symbolic(self, X):
+        raise NotImplementedError
+
+    def n_features(self, d: int) -> int:
+        raise NotImplementedError
+
+    def _check_input_dim(self, d: int) -> None:
+        """Raise a ValueError if this map cannot take inputs with d columns."""
+
+    def __call__(self, X) -> np.ndarray:
+        X = as_inputs(X, "X")
+        d = X.shape[1]
+        self._check_input_dim(d)
+
+        def build():
+            Xt = pt.tensor("X", shape=(None, d), dtype="float64")
+            return [Xt], self.symbolic(Xt)
+
+        return np.asarray(compiled(("features", self, d), build)(X))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._repr_args().items())})"
+
+    def _repr_args(self) -> dict:
+        return {}
+
+
+def _with_bias(Phi, bias: bool):
+    return pt.concatenate([pt.ones((Phi.shape[0], 1), dtype="float64"), Phi], axis=1) if bias else Phi
+
+
+def _centers(centers, name: str = "centers") -> np.ndarray:
+    C = as_inputs(centers, name)
+    return C
+
+
+def _positive_int(value, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
+    return int(value)
+
+
+def _one_column(d: int, what: str) -> None:
+    if d != 1:
+        raise ValueError(f"{what} is defined for 1-D inputs, but X has {d} columns")
+
+
+class Polynomial(FeatureMap):
+    """φ(x) = all monomials x₁^a₁⋯x_d^a_d with a₁+⋯+a_d ≤ M; for d = 1, (1, x, x², …, x^M)   (PRML 3.3).
+
+    `degree`: M ≥ 0. The constant 1 is the first feature.
+    """
+
+    def __init__(self, degree: int):
+        self.degree = _positive_int(degree, "degree", 0)
+
+    def exponents(self, d: int) -> np.ndarray:
+        """The (M, d) exponent table, by total degree then lexicographically."""
+        rows = []
+        for total in range(self.degree + 1):
+            for combo in combinations_with_replacement(range(d), total):
+                rows.append(np.bincount(np.asarray(combo, dtype=int), minlength=d))
+        return np.asarray(rows, dtype=np.float64).reshape(-1, d)
+
+    def n_features(self, d: int) -> int:
+        return len(self.exponents(d))
+
+    def symbolic(self, X):
+        E = self.exponents(X.type.shape[1])
+        return pt.prod(X[:, None, :] ** E[None, :, :], axis=2)  # Φ[n, j] = Πₖ x_nk^E_jk
+
+    def _repr_args(self):
+        return {"degree": self.degree}
+
+
+class GaussianBasis(FeatureMap):
+    """φⱼ(x) = exp(−‖x − μⱼ‖² / (2s²))   (PRML 3.4), i.e. the RBF kernel between X and the centers.
+
+    `centers`: μ (M,) or (M, d). `width`: s > 0. `bias`: prepend the constant feature φ₀ = 1.
+    """
+
+    def __init__(self, centers, width, bias: bool = False):
+        self.centers = _centers(centers)
+        self.width = check_number(width, "width", positive=True)
+        self.bias = bool(bias)
+        from bayeskern.kernels.stationary import RBF  # kernels import features, not the other way round
+
+        self._kernel = RBF(self.width)
+
+    def n_features(self, d: int) -> int:
+        return len(self.centers) + self.bias
+
+    def _check_input_dim(self, d: int) -> None:
+        if self.centers.shape[1] != d:
+            raise ValueError(f"centers have {self.centers.shape[1]} column(s) but X has {d}")
+        self._kernel._check_input_dim(d)
+
+    def symbolic(self, X):
+        return _with_bias(self._kernel.full(X, self.centers), self.bias)
+
+    def _repr_args(self):
+        return {"n_centers": len(self.centers), "width": float(np.max(self.width)), "bias": self.bias}
+
+
+class SigmoidBasis(FeatureMap):
+    """φⱼ(x) = σ((x − μⱼ)/s) with the logistic sigmoid σ(a) = 1/(1 + e⁻ᵃ)   (PRML 3.5); 1-D inputs.
+
+    `centers`: μ (M,). `width`: s > 0. `bias`: prepend the constant feature φ₀ = 1.
+    """
+
+    def __init__(self, centers, width, bias: bool = False):
+        self.centers = _centers(centers)
+        if self.centers.shape[1] != 1:
+            raise ValueError("centers must be 1-D: SigmoidBasis is defined for 1-D inputs")
+        self.width = float(check_number(width, "width", positive=True))
+        self.bias = bool(bias)
+
+    def n_features(self, d: int) -> int:
+        return len(self.centers) + self.bias
+
+    def _check_input_dim(self, d: int) -> None:
+        _one_column(d, "SigmoidBasis")
+
+    def symbolic(self, X):
+        return _with_bias(pt.sigmoid((X - self.centers.T) / self.width), self.bias)
+
+    def _repr_args(self):
+        return {"n_centers": len(self.centers), "width": self.width, "bias": self.bias}
+
+
+class Fourier(FeatureMap):
+    """φ(x) = (1, cos(2πx/P), sin(2πx/P), …, cos(2πKx/P), sin(2πKx/P)); 1-D inputs.
+
+    `order`: K ≥ 0 harmonics (2K + 1 features). `period`: P > 0.
+    """
+
+    def __init__(self, order: int, period=1.0):
+        self.order = _positive_int(order, "order", 0)
+        self.period = float(check_number(period, "period", positive=True))
+
+    def n_features(self, d: int) -> int:
+        return 2 * self.order + 1
+
+    def _check_input_dim(self, d: int) -> None:
+        _one_column(d, "Fourier")
+
+    def symbolic(self, X):
+        k = np.arange(1, self.order + 1, dtype=np.float64)
+        angle = 2 * np.pi * X * k[None, :] / self.period  # 2πkx/P, (n, K)
+        pairs = pt.stack([pt.cos(angle), pt.sin(angle)], axis=2).reshape((X.shape[0], 2 * self.order))
+        return _with_bias(pairs, True)
+
+    def _repr_args(self):
+        return {"order": self.order, "period": self.period}
+
+
+def n_features(phi, d: int) -> int | None:
+    """M for a bayeskern feature map on d-column inputs; None for a plain callable (unknown)."""
+    if isinstance(phi, FeatureMap):
+        phi._check_input_dim(d)
+        return phi.n_features(d)
+    return None
+
+
+_CALLABLE_OPS: dict[Hashable, object] = {}
+
+
+def design_matrix(phi, X) -> np.ndarray:
+    """Φ = φ(X) as a numpy (n, M) array, for a feature map or any callable X (n, d) → Φ (n, M)."""
+    if isinstance(phi, FeatureMap):
+        return phi(X)
+    if not callable(phi):
+        raise ValueError(f"features must be a feature map or a callable X -> Phi, got {phi!r}")
+    return _call_plain(phi, as_inputs(X, "X"))
+
+
+def design_tensor(phi, X):
+    """Φ = φ(X) as a tensor, for a feature map or any callable X (n, d) → Φ (n, M).
+
+    Numeric inputs give a constant; for a plain callable on symbolic inputs the callable is wrapped
+    as a PyTensor Op (no gradient with respect to X, which is data).
+    """
+    if isinstance(phi, FeatureMap):
+        return phi.symbolic(X)
+    if isinstance(X, TensorConstant):
+        return pt.as_tensor_variable(_call_plain(phi, X.data))
+    op = _CALLABLE_OPS.get(phi)
+    if op is None:
+        op = wrap_py(itypes=[pt.dmatrix], otypes=[pt.dmatrix])(lambda A: _call_plain(phi, A))
+        _CALLABLE_OPS[phi] = op
+    return op(X)
+
+
+def _call_plain(phi, X: np.ndarray) -> np.ndarray:
+    Phi = np.asarray(phi(X), dtype=np.float64)
+    if Phi.ndim == 1:
+        Phi = Phi[:, None]
+    if Phi.ndim != 2 or Phi.shape[0] != X.shape[0]:
+        raise ValueError(f"phi must map X ({X.shape[0]}, d) to Phi ({X.shape[0]}, M), got shape {Phi.shape}")
+    if not np.all(np.isfinite(Phi)):
+        raise ValueError("phi returned NaN or infinite features")
+    return Phi

@@ -1,0 +1,119 @@
+"""Gaussian processes: the marginal likelihood in a PyMC model, prior samples, and the exact posterior."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import scipy.linalg
+
+from bayeskern._linalg import cho_solve, cholesky, solve_lower
+from bayeskern._results import Posterior
+from bayeskern._validation import as_inputs, as_targets, check_sigma, is_symbolic, same_columns
+from bayeskern.kernels import Kernel
+
+__all__ = ["GPPosterior", "marginal_likelihood", "posterior", "prior_samples"]
+
+_LOG_2PI = np.log(2 * np.pi)
+
+
+def _check_kernel(kernel) -> Kernel:
+    if not isinstance(kernel, Kernel):
+        raise ValueError(f"kernel must be a bayeskern.kernels kernel, got {type(kernel).__name__}")
+    return kernel
+
+
+def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, **kwargs):
+    """Add the observed marginal Gaussian y ~ N(0, K + σ²I) to the current PyMC model.
+
+    `X`: inputs (n, d). `y`: observations t (n,). `kernel`: k, whose hyperparameters may be PyMC
+    random variables. `sigma`: σ > 0, the noise standard deviation (number or random variable).
+    The density is evaluated through the exact Cholesky factor of C = K + σ²I, no jitter.
+    Extra keyword arguments (e.g. `dims`) go to `pm.MvNormal`. Returns the observed variable.
+    """
+    X = as_inputs(X, "X")
+    y = as_targets(y, X.shape[0], "y")
+    kernel, sigma = _check_kernel(kernel), check_sigma(sigma, allow_zero=False)
+    C = kernel.full(X) + pt.square(sigma) * pt.eye(X.shape[0])  # C = K + σ²I   (PRML 6.62)
+    return pm.MvNormal(name, mu=0.0, chol=pt.linalg.cholesky(C), observed=y, **kwargs)
+
+
+def prior_samples(kernel: Kernel, X, n: int = 1, seed=None) -> np.ndarray:
+    """n draws of f(X) ~ N(0, K(X, X)), as an (n, len(X)) array (the PRML figure 6.5 samples).
+
+    Drawn through the eigendecomposition K = UΛUᵀ, f = U√Λ z, which needs no jitter even when K is
+    singular; a kernel that is not positive semi-definite on X gets a ValueError.
+    """
+    X = as_inputs(X, "X")
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    K = _check_kernel(kernel).evaluate(X)
+    lam, U = scipy.linalg.eigh(K)
+    floor = 100 * K.shape[0] * np.finfo(float).eps * max(abs(lam[-1]), 1e-300)  # round-off scale n·ε·λmax
+    if lam[0] < -floor:
+        raise ValueError(f"kernel is not positive semi-definite on X: smallest eigenvalue {lam[0]:.3g}")
+    z = np.random.default_rng(seed).standard_normal((n, K.shape[0]))
+    return (z * np.sqrt(np.clip(lam, 0.0, None))) @ U.T  # f = U √Λ z
+
+
+@dataclass(frozen=True)
+class GPPosterior(Posterior):
+    """The exact GP posterior at Xnew, and the log marginal likelihood of the training data.
+
+    `mean`: m(x) = kᵀC⁻¹t (PRML 6.66). `cov`: K** − kᵀC⁻¹k (PRML 6.67), plus σ²I when
+    `include_noise` (then it is the predictive covariance of new observations t, not of f).
+    `var`: its diagonal, never negative. `jitter`: what was added to C's diagonal (0.0 if nothing).
+    `alpha`: α = C⁻¹t, the dual weights of the mean m(x) = Σᵢ αᵢ k(xᵢ, x).
+    """
+
+    jitter: float
+    alpha: np.ndarray
+
+
+def _duplicate_rows(X: np.ndarray) -> tuple[int, int] | None:
+    _, first, inverse, counts = np.unique(X, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    if np.all(counts == 1):
+        return None
+    group = int(np.flatnonzero(counts > 1)[0])
+    rows = np.flatnonzero(inverse.ravel() == group)
+    return int(rows[0]), int(rows[1])
+
+
+def posterior(kernel: Kernel, X, y, sigma, Xnew=None, include_noise: bool = False) -> GPPosterior:
+    """The exact posterior of a zero-mean GP with kernel k, given t = f(X) + ε, ε ~ N(0, σ²I).
+
+    `sigma`: σ ≥ 0; σ = 0 is noise-free interpolation. `Xnew`: where to predict (X if not given).
+    `include_noise`: whether `cov`/`var` are for f(Xnew) (False) or for new observations (True).
+    C = K + σ²I is factorised by Cholesky; jitter is added only if that fails, and reported.
+    """
+    X = as_inputs(X, "X")
+    t = as_targets(y, X.shape[0], "y")
+    Xnew = X if Xnew is None else as_inputs(Xnew, "Xnew")
+    same_columns(X, Xnew, "X", "Xnew")
+    kernel, sigma = _check_kernel(kernel), float(check_sigma(sigma, allow_zero=True))
+    if is_symbolic(include_noise) or not isinstance(include_noise, bool | np.bool_):
+        raise ValueError(f"include_noise must be True or False, got {include_noise!r}")
+
+    C = kernel.evaluate(X) + sigma**2 * np.eye(len(X))  # C_N = K + β⁻¹I   (PRML 6.62)
+    dup = _duplicate_rows(X) if sigma == 0.0 else None
+    if dup is not None:
+        i, j = dup
+        if C[i, i] * C[j, j] - C[i, j] ** 2 <= 1e-12 * C[i, i] * C[j, j]:  # rows i and j of C coincide
+            raise ValueError(
+                f"X has duplicate rows ({i} and {j}) and sigma=0: the noise-free posterior is singular "
+                "there; give sigma > 0 or remove the duplicates"
+            )
+    L, jitter = cholesky(C, name="K + sigma^2 I")
+    alpha = cho_solve(L, t)  # α = C⁻¹t
+    Ks = kernel.evaluate(X, Xnew)  # k(xᵢ, x*) for every training xᵢ, (n, m)
+    mean = Ks.T @ alpha  # m(x*) = kᵀ C⁻¹ t   (PRML 6.66)
+    V = solve_lower(L, Ks)  # V = L⁻¹k, so kᵀC⁻¹k = VᵀV
+    cov = kernel.evaluate(Xnew) - V.T @ V  # K** − kᵀ C⁻¹ k   (PRML 6.67, c without β⁻¹)
+    var = np.clip(kernel.evaluate(Xnew, diag=True) - np.sum(V**2, axis=0), 0.0, None)
+    if include_noise:
+        cov = cov + sigma**2 * np.eye(len(Xnew))  # c = k(x, x) + β⁻¹
+        var = var + sigma**2
+    cov[np.diag_indices_from(cov)] = var
+    # log p(t) = −½ tᵀC⁻¹t − ½ log|C| − n/2 log 2π, with log|C| = 2 Σ log Lᵢᵢ
+    lml = -0.5 * t @ alpha - np.sum(np.log(np.diag(L))) - 0.5 * len(X) * _LOG_2PI
+    return GPPosterior(mean, cov, var, float(lml), bool(include_noise), Xnew, jitter, alpha)

@@ -1,0 +1,216 @@
+"""The kernel base class: a covariance function k(x, x′) as a PyTensor graph, composed by + and *."""
+
+from collections.abc import Callable, Hashable, Iterator
+from functools import reduce
+from operator import add, mul
+
+import numpy as np
+import pytensor.tensor as pt
+
+from bayeskern._compile import compiled
+from bayeskern._validation import as_inputs, check_number, is_symbolic, same_columns
+
+__all__ = ["Kernel", "Product", "Scaled", "Sum"]
+
+
+def _given(kernel: "Kernel") -> dict:
+    """Bind a kernel's hyperparameters to themselves: numbers become constants, random variables stay."""
+    return {name: pt.as_tensor_variable(v) for name, v in kernel.hyperparameters.items()}
+
+
+def _input_tensor(X, name: str):
+    """A symbolic (n, d) input with d known: numeric data become constants."""
+    if X is None:
+        return None
+    if is_symbolic(X):
+        if X.ndim != 2 or X.type.shape[1] is None:
+            raise ValueError(f"{name} must be a 2-D tensor with a known number of columns")
+        return X
+    return pt.as_tensor_variable(as_inputs(X, name))
+
+
+class Kernel:
+    """A covariance function k(x, x′) whose hyperparameters are numbers, arrays or PyMC random variables.
+
+    A leaf kernel implements `_full(X, Xs, p)` (and `_diag(X, p)` when the diagonal is cheaper than the
+    matrix), where `p` maps hyperparameter names to tensors. `+`, `*` and scaling are defined here once.
+    `full`/`diag` give PyTensor graphs for PyMC models; `evaluate` gives numbers.
+    """
+
+    __array_ufunc__ = None  # numpy scalars and arrays defer to Kernel.__radd__ / __rmul__
+    children: tuple["Kernel", ...] = ()
+
+    def __init__(self, **hyperparameters):
+        self.hyperparameters = hyperparameters
+
+    # -- what a leaf kernel implements ---------------------------------------------------------
+    def _full(self, X, Xs, p: dict):
+        raise NotImplementedError
+
+    def _diag(self, X, p: dict):
+        return pt.diagonal(self._full(X, None, p))
+
+    def _config(self) -> Hashable:
+        """Settings that are not tensors but change the graph (a polynomial degree, a feature map)."""
+        return ()
+
+    def _check_input_dim(self, d: int) -> None:
+        """Raise a ValueError if this kernel cannot take inputs with d columns."""
+
+    # -- graph building ------------------------------------------------------------------------
+    def _build(self, X, Xs, diag: bool, bind: Callable[["Kernel"], dict]):
+        p = bind(self)
+        return self._diag(X, p) if diag else self._full(X, Xs, p)
+
+    def _walk(self) -> Iterator["Kernel"]:
+        yield self
+        for child in self.children:
+            yield from child._walk()
+
+    def _signature(self) -> Hashable:
+        """What the compiled graph depends on: kernel types, settings and hyperparameter ranks."""
+        ranks = tuple((name, np.ndim(v) if not is_symbolic(v) else v.ndim) for name, v in self.hyperparameters.items())
+        return (type(self).__qualname__, self._config(), ranks, tuple(c._signature() for c in self.children))
+
+    def full(self, X, Xs=None):
+        """The symbolic covariance matrix K(X, Xs) (Xs = X when not given)."""
+        X, Xs = _input_tensor(X, "X"), _input_tensor(Xs, "Xs")
+        self._check_dims(X.type.shape[1], None if Xs is None else Xs.type.shape[1])
+        return self._build(X, Xs, False, _given)
+
+    def diag(self, X):
+        """The symbolic diagonal k(xᵢ, xᵢ)."""
+        X = _input_tensor(X, "X")
+        self._check_dims(X.type.shape[1], None)
+        return self._build(X, None, True, _given)
+
+    def __call__(self, X, Xs=None, diag: bool = False):
+        return self.diag(X) if diag else self.full(X, Xs)
+
+    def _check_dims(self, d: int, ds: int | None) -> None:
+        if ds is not None and ds != d:
+            raise ValueError(f"Xs has {ds} column(s) but X has {d}")
+        for node in self._walk():
+            node._check_input_dim(d)
+
+    def evaluate(self, X, Xs=None, diag: bool = False) -> np.ndarray:
+        """K(X, Xs) as a numpy array (n, m); X is (n, d), a 1-D X means d = 1.
+
+        With `diag=True`, the vector k(xᵢ, xᵢ) (n,). The graph is compiled once per kernel
+        structure and input dimension; hyperparameter values are fed in, so kernels that differ only
+        in their numbers share one compiled function.
+        """
+        X = as_inputs(X, "X")
+        Xs = None if Xs is None else as_inputs(Xs, "Xs")
+        if Xs is not None:
+            same_columns(X, Xs, "X", "Xs")
+        d = X.shape[1]
+        self._check_dims(d, None)
+        nodes, values = [], []
+        for node in self._walk():
+            for name, v in node.hyperparameters.items():
+                if is_symbolic(v):
+                    raise ValueError(
+                        f"evaluate needs numeric hyperparameters, but {name!r} of {type(node).__name__} "
+                        "is symbolic (a PyMC random variable?); use k.full(X) inside the model instead"
+                    )
+                values.append(v)
+            nodes.append(node)
+        key = ("kernel", self._signature(), d, Xs is not None, diag)
+
+        def build():
+            Xt = pt.tensor("X", shape=(None, d), dtype="float64")
+            Xst = pt.tensor("Xs", shape=(None, d), dtype="float64") if Xs is not None else None
+            slots = {
+                id(node): {n: pt.tensor(n, shape=(None,) * np.ndim(v), dtype="float64") for n, v in node.hyperparameters.items()}
+                for node in nodes
+            }
+            out = self._build(Xt, Xst, diag, lambda node: slots[id(node)])
+            inputs = [Xt] + ([Xst] if Xst is not None else []) + [t for node in nodes for t in slots[id(node)].values()]
+            return inputs, out
+
+        fn = compiled(key, build)
+        args = [X] + ([Xs] if Xs is not None else []) + values
+        return np.asarray(fn(*args))
+
+    # -- algebra -------------------------------------------------------------------------------
+    def __add__(self, other):
+        if isinstance(other, Kernel):
+            return Sum(self, other)
+        if not is_symbolic(other) and np.ndim(other) == 0 and other == 0:
+            return self  # so that sum([k1, k2, ...]) works
+        if is_symbolic(other) or np.ndim(other) == 0:
+            from bayeskern.kernels.constant import Constant
+
+            return Sum(self, Constant(other))
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __mul__(self, other):
+        if isinstance(other, Kernel):
+            return Product(self, other)
+        if is_symbolic(other) or np.ndim(other) == 0:
+            return Scaled(self, other)
+        return NotImplemented
+
+    __rmul__ = __mul__
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{n}={_show(v)}" for n, v in self.hyperparameters.items())
+        return f"{type(self).__name__}({args})"
+
+
+def _show(v) -> str:
+    if is_symbolic(v):
+        return v.name or "<symbolic>"
+    a = np.asarray(v)
+    return f"{a.item():g}" if a.ndim == 0 else np.array2string(a, precision=4, separator=", ")
+
+
+class _Combination(Kernel):
+    op: Callable = add
+    symbol = " + "
+
+    def __init__(self, *kernels: Kernel):
+        super().__init__()
+        flat = []
+        for k in kernels:
+            flat.extend(k.children if type(k) is type(self) else (k,))
+        self.children = tuple(flat)
+
+    def _build(self, X, Xs, diag, bind):
+        return reduce(self.op, (k._build(X, Xs, diag, bind) for k in self.children))
+
+    def __repr__(self) -> str:
+        return self.symbol.join(f"({k!r})" if isinstance(k, Sum) and self.op is mul else repr(k) for k in self.children)
+
+
+class Sum(_Combination):
+    """k(x, x′) = Σᵢ kᵢ(x, x′)."""
+
+
+class Product(_Combination):
+    """k(x, x′) = Πᵢ kᵢ(x, x′)."""
+
+    op = mul
+    symbol = " * "
+
+
+class Scaled(Kernel):
+    """k(x, x′) = s · k₀(x, x′) with s ≥ 0 a number or a PyMC random variable."""
+
+    def __init__(self, kernel: Kernel, scale):
+        scale = check_number(scale, "scale", nonnegative=True)
+        if (scale.ndim if is_symbolic(scale) else np.ndim(scale)) != 0:
+            raise ValueError(f"scale must be a scalar, got shape {np.shape(scale)}")
+        super().__init__(scale=scale)
+        self.children = (kernel,)
+
+    def _build(self, X, Xs, diag, bind):
+        return bind(self)["scale"] * self.children[0]._build(X, Xs, diag, bind)
+
+    def __repr__(self) -> str:
+        inner = self.children[0]
+        inner_s = f"({inner!r})" if isinstance(inner, Sum) else repr(inner)
+        return f"{_show(self.hyperparameters['scale'])} * {inner_s}"

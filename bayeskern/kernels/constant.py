@@ -1,0 +1,37 @@
+"""Input-independent kernels: a constant c and white noise σ²δ(x, x′), PyMC's `Constant` and `WhiteNoise`."""
+
+import pymc as pm
+
+from bayeskern._validation import check_number
+from bayeskern.kernels.base import Kernel
+
+__all__ = ["Constant", "White"]
+
+
+class Constant(Kernel):
+    """k(x, x′) = c, with c ≥ 0 (the prior variance of a constant offset)."""
+
+    def __init__(self, c):
+        super().__init__(c=check_number(c, "c", nonnegative=True))
+
+    def _full(self, X, Xs, p):
+        return pm.gp.cov.Constant(p["c"]).full(X, Xs)
+
+    def _diag(self, X, p):
+        return pm.gp.cov.Constant(p["c"]).diag(X)
+
+
+class White(Kernel):
+    """k(x, x′) = σ² δ(x, x′): σ² on the diagonal of K(X, X), zero between two different input sets.
+
+    `sigma`: σ ≥ 0, the standard deviation of the white noise.
+    """
+
+    def __init__(self, sigma):
+        super().__init__(sigma=check_number(sigma, "sigma", nonnegative=True))
+
+    def _full(self, X, Xs, p):
+        return pm.gp.cov.WhiteNoise(p["sigma"]).full(X, Xs)
+
+    def _diag(self, X, p):
+        return pm.gp.cov.WhiteNoise(p["sigma"]).diag(X)

@@ -1,0 +1,48 @@
+"""Dot-product kernels: linear xᵀx′ and polynomial (xᵀx′ + c)^M, PyMC's `Linear` and `Polynomial`."""
+
+import numbers
+
+import pymc as pm
+
+from bayeskern._validation import check_number
+from bayeskern.kernels.base import Kernel
+
+__all__ = ["Linear", "Polynomial"]
+
+
+class Linear(Kernel):
+    """k(x, x′) = xᵀx′."""
+
+    def _full(self, X, Xs, p):
+        return pm.gp.cov.Linear(X.type.shape[1], c=0.0).full(X, Xs)
+
+    def _diag(self, X, p):
+        return pm.gp.cov.Linear(X.type.shape[1], c=0.0).diag(X)
+
+
+class Polynomial(Kernel):
+    """k(x, x′) = (xᵀx′ + c)^M.
+
+    `degree`: M, a positive integer. `c`: the offset c ≥ 0 (c > 0 keeps all monomials of degree ≤ M).
+    """
+
+    def __init__(self, degree: int, c=1.0):
+        if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or degree < 1:
+            raise ValueError(f"degree must be a positive integer, got {degree!r}")
+        self.degree = int(degree)
+        super().__init__(c=check_number(c, "c", nonnegative=True))
+
+    def _config(self):
+        return self.degree
+
+    def _pymc(self, X, p):
+        return pm.gp.cov.Polynomial(X.type.shape[1], c=0.0, d=self.degree, offset=p["c"])
+
+    def _full(self, X, Xs, p):
+        return self._pymc(X, p).full(X, Xs)
+
+    def _diag(self, X, p):
+        return self._pymc(X, p).diag(X)
+
+    def __repr__(self) -> str:
+        return f"Polynomial(degree={self.degree}, c={self.hyperparameters['c']!s})"

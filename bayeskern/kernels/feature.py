@@ -1,0 +1,61 @@
+"""The kernel of a feature map: k(x, x′) = φ(x)ᵀ Σ φ(x′), the weight-space prior seen in function space."""
+
+import numpy as np
+import pytensor.tensor as pt
+
+from bayeskern._validation import check_prior_cov, is_symbolic
+from bayeskern.features import design_tensor, n_features
+from bayeskern.kernels.base import Kernel
+
+__all__ = ["FeatureKernel", "prior_cov_product"]
+
+
+def prior_cov_product(Phi, S, Phis):
+    """Φ Σ Φsᵀ for Σ given as a scalar (Σ = s·I), a vector (diagonal) or a matrix."""
+    if S.ndim == 0:
+        return S * pt.dot(Phi, Phis.T)
+    if S.ndim == 1:
+        return pt.dot(Phi * S, Phis.T)
+    return pt.dot(pt.dot(Phi, S), Phis.T)
+
+
+class FeatureKernel(Kernel):
+    """k(x, x′) = φ(x)ᵀ Σ φ(x′)   (the kernel trick: K = Φ Σ Φᵀ).
+
+    `phi`: a feature map of `bayeskern.features` or any callable X (n, d) → Φ (n, M). `prior_cov`:
+    Σ, the prior covariance of the weights — a scalar α⁻¹ (Σ = α⁻¹I), a vector (diagonal Σ), an
+    (M, M) symmetric positive definite matrix, or a PyMC random variable of one of those shapes.
+    """
+
+    def __init__(self, phi, prior_cov):
+        if not callable(phi):
+            raise ValueError(f"phi must be a feature map or a callable X -> Phi, got {phi!r}")
+        self.phi = phi
+        super().__init__(prior_cov=check_prior_cov(prior_cov))
+
+    def _config(self):
+        return self.phi
+
+    def _check_input_dim(self, d: int) -> None:
+        S, M = self.hyperparameters["prior_cov"], n_features(self.phi, d)
+        if M is not None and not is_symbolic(S) and np.ndim(S) > 0 and np.shape(S)[0] != M:
+            raise ValueError(f"prior_cov has {np.shape(S)[0]} rows but phi gives M={M} features")
+
+    def _full(self, X, Xs, p):
+        Phi = design_tensor(self.phi, X)
+        Phis = Phi if Xs is None else design_tensor(self.phi, Xs)
+        return prior_cov_product(Phi, p["prior_cov"], Phis)
+
+    def _diag(self, X, p):
+        # k(xᵢ, xᵢ) = φ(xᵢ)ᵀ Σ φ(xᵢ), row by row without forming Φ Σ Φᵀ
+        Phi, S = design_tensor(self.phi, X), p["prior_cov"]
+        if S.ndim == 0:
+            return S * pt.sum(Phi**2, axis=1)
+        if S.ndim == 1:
+            return pt.sum(Phi**2 * S, axis=1)
+        return pt.sum(pt.dot(Phi, S) * Phi, axis=1)
+
+    def __repr__(self) -> str:
+        S = self.hyperparameters["prior_cov"]
+        shown = "<symbolic>" if is_symbolic(S) else (f"{float(S):g}" if np.ndim(S) == 0 else f"<{np.shape(S)} array>")
+        return f"FeatureKernel({self.phi!r}, prior_cov={shown})"
