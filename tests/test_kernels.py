@@ -1,0 +1,269 @@
+"""Every kernel against a numpy reference written from its formula, and property tests over one list."""
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import bayeskern as bk
+import reference as ref
+from bayeskern import features as F
+from bayeskern import kernels as K
+
+# Tolerances. PyMC's stationary kernels form ‖a − b‖² as ‖a‖² + ‖b‖² − 2aᵀb, whose round-off is
+# about 10·ε·max‖x/ℓ‖² ≈ 1e-14 for |x| ≤ 3, ℓ ≥ 0.3; the references use direct differences.
+# RTOL/ATOL leave a margin of 100× over that.
+RTOL, ATOL = 1e-10, 1e-12
+
+SIGMA2 = np.array([[1.0, 0.3], [0.3, 0.5]])
+S3 = np.array([[1.0, 0.2, 0.0, 0.1], [0.2, 2.0, 0.3, 0.0], [0.0, 0.3, 1.5, 0.2], [0.1, 0.0, 0.2, 0.8]])
+CENTERS2 = np.array([[0.0, 0.0], [1.0, -1.0], [-1.0, 0.5]])
+
+
+def _plain_features(X):
+    return np.column_stack([np.ones(len(X)), X[:, 0] * X[:, 1], np.sin(X[:, 0])])
+
+
+PLAIN_S = np.array([[1.0, 0.5, 0.0], [0.5, 2.0, 0.1], [0.0, 0.1, 0.7]])
+
+# One list of every kernel: (id, input dimension d, kernel, reference(A, B, same)).
+KERNELS = [
+    ("rbf", 2, K.RBF(0.7), lambda A, B, s: ref.rbf(A, B, 0.7)),
+    ("rbf-bandwidth", 2, K.RBF(bandwidth=0.49), lambda A, B, s: ref.rbf(A, B, 0.7)),
+    ("rbf-ard", 2, K.RBF([0.5, 2.0]), lambda A, B, s: ref.rbf(A, B, [0.5, 2.0])),
+    ("mahalanobis", 2, K.MahalanobisRBF(SIGMA2), lambda A, B, s: ref.mahalanobis_rbf(A, B, SIGMA2)),
+    ("linear", 2, K.Linear(), lambda A, B, s: ref.linear(A, B)),
+    ("polynomial", 2, K.Polynomial(3, c=1.0), lambda A, B, s: ref.polynomial(A, B, 3, 1.0)),
+    ("polynomial-homogeneous", 2, K.Polynomial(2, c=0.0), lambda A, B, s: ref.polynomial(A, B, 2, 0.0)),
+    ("constant", 2, K.Constant(1.7), lambda A, B, s: ref.constant(A, B, 1.7)),
+    ("white", 2, K.White(0.3), lambda A, B, s: ref.white(A, B, 0.3, s)),
+    ("prml-2d", 2, K.PRML(2.0, 1.5, 0.5, 0.3), lambda A, B, s: ref.prml(A, B, 2.0, 1.5, 0.5, 0.3)),
+    *[
+        (f"prml-fig6.5-{i}", 1, K.PRML(*th), lambda A, B, s, th=th: ref.prml(A, B, *th))
+        for i, th in enumerate([(1, 4, 0, 0), (9, 4, 0, 0), (1, 64, 0, 0), (1, 0.25, 0, 0), (1, 4, 10, 0), (1, 4, 0, 5)])
+    ],
+    (
+        "sum",
+        2,
+        2.0 * K.RBF(lengthscale=0.5) + K.Constant(1.0) + K.Linear(),
+        lambda A, B, s: 2.0 * ref.rbf(A, B, 0.5) + 1.0 + ref.linear(A, B),
+    ),
+    ("product", 2, K.RBF(1.0) * K.Polynomial(2, c=1.0), lambda A, B, s: ref.rbf(A, B, 1.0) * ref.polynomial(A, B, 2, 1.0)),
+    (
+        "feature-polynomial",
+        1,
+        K.FeatureKernel(F.Polynomial(3), S3),
+        lambda A, B, s: ref.poly_features_1d(A, 3) @ S3 @ ref.poly_features_1d(B, 3).T,
+    ),
+    (
+        "feature-gaussian",
+        2,
+        K.FeatureKernel(F.GaussianBasis(CENTERS2, 0.8, bias=True), 0.5),
+        lambda A, B, s: 0.5
+        * np.c_[np.ones(len(A)), ref.gaussian_features(A, CENTERS2, 0.8)]
+        @ np.c_[np.ones(len(B)), ref.gaussian_features(B, CENTERS2, 0.8)].T,
+    ),
+    (
+        "feature-fourier",
+        1,
+        K.FeatureKernel(F.Fourier(2, period=2.0), np.array([1.0, 0.5, 0.5, 0.2, 0.2])),
+        lambda A, B, s: (ref.fourier_features(A, 2, 2.0) * [1.0, 0.5, 0.5, 0.2, 0.2]) @ ref.fourier_features(B, 2, 2.0).T,
+    ),
+    (
+        "feature-sigmoid",
+        1,
+        K.FeatureKernel(F.SigmoidBasis([-1.0, 0.0, 1.0], 0.5), 2.0),
+        lambda A, B, s: 2.0 * ref.sigmoid_features(A, [-1, 0, 1], 0.5) @ ref.sigmoid_features(B, [-1, 0, 1], 0.5).T,
+    ),
+    (
+        "feature-callable",
+        2,
+        K.FeatureKernel(_plain_features, PLAIN_S),
+        lambda A, B, s: _plain_features(A) @ PLAIN_S @ _plain_features(B).T,
+    ),
+]
+IDS = [k[0] for k in KERNELS]
+
+
+def _inputs(d, n, seed):
+    return np.random.default_rng(seed).uniform(-2.0, 2.0, size=(n, d))
+
+
+@pytest.mark.parametrize("name,d,kernel,reference", KERNELS, ids=IDS)
+def test_kernel_matches_numpy_reference(name, d, kernel, reference):
+    X, Xs = _inputs(d, 7, 1), _inputs(d, 5, 2)
+    np.testing.assert_allclose(kernel.evaluate(X), reference(X, X, True), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(kernel.evaluate(X, Xs), reference(X, Xs, False), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(kernel.evaluate(X, diag=True), np.diag(reference(X, X, True)), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("name,d,kernel,reference", KERNELS, ids=IDS)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_kernel_properties_on_random_inputs(name, d, kernel, reference, data):
+    n = data.draw(st.integers(2, 9))
+    X = data.draw(arrays(np.float64, (n, d), elements=st.floats(-3, 3, allow_nan=False)))
+    Kx = kernel.evaluate(X)
+    # symmetric: k(x, x′) = k(x′, x)
+    np.testing.assert_allclose(Kx, Kx.T, rtol=1e-14, atol=1e-14)
+    # positive semi-definite: eigenvalues ≥ 0 up to round-off n·ε·λmax (1e-10 relative is generous)
+    lam = np.linalg.eigvalsh(Kx)
+    assert lam[0] >= -1e-10 * max(1.0, abs(lam[-1])), lam
+    # diagonal consistency: diag=True equals the diagonal of the full matrix
+    np.testing.assert_allclose(kernel.evaluate(X, diag=True), np.diag(Kx), rtol=1e-12, atol=1e-12)
+
+
+_BY_ID = {k[0]: k for k in KERNELS}
+# A pair from each family (stationary, dot product, constant/white, composite, feature): every
+# composition graph is compiled afresh, so the list is kept short.
+PAIRS = [
+    (_BY_ID[a], _BY_ID[b])
+    for a, b in [("rbf-ard", "mahalanobis"), ("linear", "polynomial"), ("white", "prml-2d"),
+                 ("sum", "product"), ("feature-fourier", "feature-sigmoid"), ("constant", "feature-callable")]
+]
+
+
+@pytest.mark.parametrize("first,second", PAIRS, ids=[f"{a[0]}+{b[0]}" for a, b in PAIRS])
+def test_composition_equals_composition_of_matrices(first, second):
+    k1, k2, d = first[2], second[2], first[1]
+    X, Xs = _inputs(d, 6, 3), _inputs(d, 4, 4)
+    for A, B in [(X, None), (X, Xs)]:
+        K1, K2 = k1.evaluate(A, B), k2.evaluate(A, B)
+        np.testing.assert_allclose((k1 + k2).evaluate(A, B), K1 + K2, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose((k1 * k2).evaluate(A, B), K1 * K2, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose((2.5 * k1).evaluate(A, B), 2.5 * K1, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose((k1 + k2).evaluate(X, diag=True), k1.evaluate(X, diag=True) + k2.evaluate(X, diag=True))
+
+
+def test_sum_of_a_list_and_adding_numbers():
+    X = _inputs(1, 5, 0)
+    ks = [K.RBF(0.5), K.Linear(), K.Constant(2.0)]
+    assert (0 + ks[0]) is ks[0]
+    np.testing.assert_allclose(sum(ks).evaluate(X), sum(k.evaluate(X) for k in ks), rtol=1e-14)
+    np.testing.assert_allclose((K.Linear() + 3.0).evaluate(X), ref.linear(X, X) + 3.0, rtol=1e-14)
+    np.testing.assert_allclose((np.float64(2.0) * K.Linear()).evaluate(X), 2.0 * ref.linear(X, X), rtol=1e-14)
+    assert repr(2.0 * K.RBF(0.5) + K.Constant(1.0) + K.Linear()) == "2 * RBF(lengthscale=0.5) + Constant(c=1) + Linear()"
+
+
+def test_prml_is_the_sum_of_its_parts():
+    X, Xs = _inputs(2, 6, 5), _inputs(2, 3, 6)
+    parts = 1.3 * K.RBF(1 / np.sqrt(2.2)) + K.Constant(0.4) + 0.7 * K.Linear()
+    np.testing.assert_allclose(K.PRML(1.3, 2.2, 0.4, 0.7).evaluate(X, Xs), parts.evaluate(X, Xs), rtol=1e-13)
+
+
+def test_kernels_with_random_variable_hyperparameters_in_a_model():
+    X = _inputs(1, 6, 7)
+    with pm.Model() as model:
+        ell = pm.HalfNormal("ell", 1.0)
+        eta = pm.HalfNormal("eta", 1.0)
+        theta = pm.HalfNormal("theta", 1.0, shape=4)
+        k1 = eta**2 * K.RBF(ell) + K.Linear()
+        k2 = K.PRML(theta[0], theta[1], theta[2], theta[3])
+        k3 = K.RBF(bandwidth=ell)
+        outs = model.replace_rvs_by_values([k1.full(X), k2.full(X), k3.full(X), k1.diag(X)])
+        fn = model.compile_fn(outs, point_fn=True)
+    point = {"ell_log__": np.log(0.6), "eta_log__": np.log(1.5), "theta_log__": np.log([1.0, 4.0, 0.5, 2.0])}
+    K1, K2, K3, D1 = fn(point)
+    np.testing.assert_allclose(K1, 1.5**2 * ref.rbf(X, X, 0.6) + ref.linear(X, X), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(K2, ref.prml(X, X, 1.0, 4.0, 0.5, 2.0), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(K3, ref.rbf(X, X, np.sqrt(0.6)), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(D1, np.diag(K1), rtol=1e-13)
+
+
+def test_gradient_matches_finite_differences():
+    """∂/∂θ Σᵢⱼ Wᵢⱼ K(X)ᵢⱼ from PyTensor against central differences (step 1e-6, error O(h²) ≈ 1e-12)."""
+    X = _inputs(2, 6, 8)
+    W = np.random.default_rng(9).standard_normal((6, 6))
+    theta = pt.dvector("theta")
+    kernel = K.PRML(theta[0], theta[1], theta[2], theta[3]) * K.RBF(theta[4])
+    objective = pt.sum(W * kernel.full(X))
+    f = pytensor.function([theta], [objective, pytensor.grad(objective, theta)])
+    th0 = np.array([1.3, 0.8, 0.4, 0.6, 1.7])
+    _, grad = f(th0)
+    h = 1e-6
+    fd = [(f(th0 + h * e)[0] - f(th0 - h * e)[0]) / (2 * h) for e in np.eye(5)]
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: K.RBF(0.0), "lengthscale must be positive"),
+        (lambda: K.RBF(-1.0), "lengthscale must be positive"),
+        (lambda: K.RBF([1.0, -0.5]), "lengthscale must be positive"),
+        (lambda: K.RBF(np.nan), "lengthscale must be finite"),
+        (lambda: K.RBF(bandwidth=0.0), "bandwidth must be positive"),
+        (lambda: K.RBF(), "exactly one of lengthscale"),
+        (lambda: K.RBF(1.0, bandwidth=1.0), "exactly one of lengthscale"),
+        (lambda: K.Polynomial(0), "degree must be a positive integer"),
+        (lambda: K.Polynomial(2.5), "degree must be a positive integer"),
+        (lambda: K.Polynomial(2, c=-1.0), "c must be non-negative"),
+        (lambda: K.Constant(-1.0), "c must be non-negative"),
+        (lambda: K.White(-0.1), "sigma must be non-negative"),
+        (lambda: K.PRML(-1, 1, 0, 0), "theta0 must be non-negative"),
+        (lambda: K.PRML(1, 0, 0, 0), "theta1 must be positive"),
+        (lambda: K.PRML(1, 1, -2, 0), "theta2 must be non-negative"),
+        (lambda: K.PRML(1, 1, 0, np.inf), "theta3 must be finite"),
+        (lambda: K.MahalanobisRBF([[1.0, 0.5], [0.2, 1.0]]), "cov must be symmetric"),
+        (lambda: K.MahalanobisRBF([[1.0, 2.0], [2.0, 1.0]]), "cov must be positive definite"),
+        (lambda: K.MahalanobisRBF([1.0, 2.0]), "cov must be a square"),
+        (lambda: -1.0 * K.RBF(1.0), "scale must be non-negative"),
+        (lambda: K.FeatureKernel(F.Polynomial(2), np.eye(2)), None),  # valid until evaluated
+        (lambda: K.FeatureKernel(F.Polynomial(2), -1.0), "prior_cov must be positive"),
+        (lambda: K.FeatureKernel(F.Polynomial(2), [[1.0, 0.3], [0.0, 1.0]]), "prior_cov is not symmetric"),
+        (lambda: K.FeatureKernel(F.Polynomial(2), [[1.0, 2.0], [2.0, 1.0]]), "prior_cov is not positive definite"),
+        (lambda: K.FeatureKernel("not callable", 1.0), "phi must be a feature map or a callable"),
+    ],
+)
+def test_bad_hyperparameters_are_named(make, message):
+    if message is None:
+        make()
+        return
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_bad_inputs_to_evaluate_are_named():
+    X = _inputs(2, 4, 0)
+    with pytest.raises(ValueError, match="X contains NaN or infinite values"):
+        K.RBF(1.0).evaluate(np.array([[0.0, np.nan]]))
+    with pytest.raises(ValueError, match="Xs contains NaN or infinite values"):
+        K.RBF(1.0).evaluate(X, np.array([[np.inf, 0.0]]))
+    with pytest.raises(ValueError, match="X is empty"):
+        K.RBF(1.0).evaluate(np.zeros((0, 2)))
+    with pytest.raises(ValueError, match="Xs has 1 column"):
+        K.RBF(1.0).evaluate(X, np.zeros((3, 1)))
+    with pytest.raises(ValueError, match="lengthscale has 3 ARD entries but the inputs have 2"):
+        K.RBF([1.0, 2.0, 3.0]).evaluate(X)
+    with pytest.raises(ValueError, match="cov is 2x2 but the inputs have 1"):
+        K.MahalanobisRBF(SIGMA2).evaluate(np.zeros((3, 1)))
+    with pytest.raises(ValueError, match="prior_cov has 2 rows but phi gives M=3 features"):
+        K.FeatureKernel(F.Polynomial(2), np.eye(2)).evaluate(np.zeros((3, 1)))
+    with pytest.raises(ValueError, match="Fourier is defined for 1-D inputs"):
+        K.FeatureKernel(F.Fourier(1), 1.0).evaluate(X)
+    with pytest.raises(ValueError, match="X must be 1-D"):
+        K.RBF(1.0).evaluate(np.zeros((2, 2, 2)))
+    with pm.Model():
+        ell = pm.HalfNormal("ell")
+        with pytest.raises(ValueError, match="'lengthscale' of RBF is symbolic"):
+            K.RBF(ell).evaluate(X)
+
+
+def test_evaluate_compiles_once_per_structure():
+    from bayeskern import _compile
+
+    X = _inputs(1, 5, 0)
+    K.RBF(0.3).evaluate(X)
+    before = len(_compile._CACHE)
+    for ell in (0.1, 0.5, 2.0):
+        np.testing.assert_allclose(K.RBF(ell).evaluate(X), ref.rbf(X, X, ell), rtol=RTOL, atol=ATOL)
+    assert len(_compile._CACHE) == before
+
+
+def test_public_surface():
+    for name in ["PRML", "RBF", "Linear", "Constant", "Polynomial", "White", "MahalanobisRBF", "FeatureKernel"]:
+        assert hasattr(bk.kernels, name)
