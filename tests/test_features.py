@@ -1,0 +1,71 @@
+"""Feature maps against numpy references written from their formulas, and bad input."""
+
+import numpy as np
+import pytest
+
+import reference as ref
+from bayeskern import features as F
+
+RTOL, ATOL = 1e-12, 1e-14  # elementwise formulas: agreement to a few ulps is expected
+
+
+def test_polynomial_1d_is_powers_of_x():
+    x = np.linspace(-2, 2, 9)
+    np.testing.assert_allclose(F.Polynomial(4)(x), ref.poly_features_1d(x, 4), rtol=RTOL, atol=ATOL)
+    assert F.Polynomial(0)(x).shape == (9, 1)
+
+
+def test_polynomial_nd_is_every_monomial_up_to_the_degree():
+    X = np.random.default_rng(0).uniform(-1, 1, (6, 3))
+    ours, theirs = F.Polynomial(3)(X), ref.poly_features(X, 3)
+    assert ours.shape == theirs.shape == (6, 20)  # C(3 + 3, 3) monomials
+    # same set of columns, whatever the order
+    order = lambda A: A[:, np.lexsort(np.round(A, 12))]  # noqa: E731
+    np.testing.assert_allclose(order(ours), order(theirs), rtol=RTOL, atol=ATOL)
+
+
+def test_gaussian_sigmoid_fourier_bases():
+    x = np.linspace(-1, 2, 11)
+    c = np.linspace(0, 1, 4)
+    np.testing.assert_allclose(F.GaussianBasis(c, 0.3)(x), ref.gaussian_features(x[:, None], c, 0.3), rtol=RTOL, atol=ATOL)
+    with_bias = F.GaussianBasis(c, 0.3, bias=True)(x)
+    np.testing.assert_array_equal(with_bias[:, 0], 1.0)
+    np.testing.assert_allclose(F.SigmoidBasis(c, 0.2)(x), ref.sigmoid_features(x, c, 0.2), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(F.Fourier(3, period=1.5)(x), ref.fourier_features(x, 3, 1.5), rtol=RTOL, atol=1e-13)
+    X2, C2 = np.random.default_rng(1).normal(size=(5, 2)), np.random.default_rng(2).normal(size=(3, 2))
+    np.testing.assert_allclose(F.GaussianBasis(C2, 0.7)(X2), ref.gaussian_features(X2, C2, 0.7), rtol=RTOL, atol=ATOL)
+
+
+def test_design_matrix_takes_plain_callables():
+    x = np.linspace(0, 1, 4)
+    np.testing.assert_allclose(F.design_matrix(lambda X: np.c_[X, X**2], x), np.c_[x, x**2])
+    with pytest.raises(ValueError, match="phi must map X"):
+        F.design_matrix(lambda X: np.ones((2, 2)), x)
+    with pytest.raises(ValueError, match="phi returned NaN"):
+        F.design_matrix(lambda X: np.log(X - 1), x)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: F.Polynomial(-1), "degree must be an integer ≥ 0"),
+        (lambda: F.GaussianBasis([0.0, 1.0], 0.0), "width must be positive"),
+        (lambda: F.GaussianBasis([0.0, np.nan], 1.0), "centers contains NaN"),
+        (lambda: F.GaussianBasis([], 1.0), "centers is empty"),
+        (lambda: F.SigmoidBasis([[0.0, 1.0]], 1.0), "centers must be 1-D"),
+        (lambda: F.Fourier(2, period=-1.0), "period must be positive"),
+        (lambda: F.Fourier(1.5), "order must be an integer"),
+    ],
+)
+def test_bad_settings_are_named(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(ValueError, match="X contains NaN"):
+        F.Polynomial(2)([0.0, np.nan])
+    with pytest.raises(ValueError, match="SigmoidBasis is defined for 1-D inputs"):
+        F.SigmoidBasis([0.0], 1.0)(np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="centers have 1 column"):
+        F.GaussianBasis([0.0, 1.0], 1.0)(np.zeros((3, 2)))
