@@ -78,7 +78,8 @@ def test_same_seed_same_numbers_and_seed_override(tmp_path):
         (("n = 8", "n = \"eight\""), "data.n"),
         (("source = \"sinusoid\"", "source = \"mystery\""), "data.source"),
         (("num = 11", "num = 1"), "predict"),
-        (("[predict]", "colour = 1\n[predict]"), "predict.colour"),
+        (("[predict]", "[predict]\ncolour = 1"), "predict.colour"),
+        (("[predict]", "colour = 1\n[predict]"), "model.colour"),
     ],
 )
 def test_bad_spec_gets_one_line_naming_file_and_key_and_exit_code_2(tmp_path, capsys, change, key):
@@ -105,7 +106,7 @@ def test_kernel_expressions_are_parsed_safely():
 def test_a_failed_write_keeps_the_previous_report(tmp_path):
     folder = write_atomically(tmp_path / "r", {"a.txt": "old"})
     with pytest.raises(OSError):
-        write_atomically(folder, {"b.txt": "new", "bad\0name": "x"})
+        write_atomically(folder, {"b.txt": "new", "c": "x", "c/d.txt": "x"})  # c is a file, not a folder
     assert sorted(p.name for p in folder.iterdir()) == ["a.txt"] and (folder / "a.txt").read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # no temporary folder left behind
     write_atomically(folder, {"b.txt": "new"})
