@@ -49,11 +49,6 @@ def _with_bias(Phi, bias: bool):
     return pt.concatenate([pt.ones((Phi.shape[0], 1), dtype="float64"), Phi], axis=1) if bias else Phi
 
 
-def _centers(centers, name: str = "centers") -> np.ndarray:
-    C = as_inputs(centers, name)
-    return C
-
-
 def _positive_int(value, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
@@ -100,7 +95,7 @@ class GaussianBasis(FeatureMap):
     """
 
     def __init__(self, centers, width, bias: bool = False):
-        self.centers = _centers(centers)
+        self.centers = as_inputs(centers, "centers")
         self.width = check_number(width, "width", positive=True)
         self.bias = bool(bias)
         from bayeskern.kernels.stationary import RBF  # kernels import features, not the other way round
@@ -129,7 +124,7 @@ class SigmoidBasis(FeatureMap):
     """
 
     def __init__(self, centers, width, bias: bool = False):
-        self.centers = _centers(centers)
+        self.centers = as_inputs(centers, "centers")
         if self.centers.shape[1] != 1:
             raise ValueError("centers must be 1-D: SigmoidBasis is defined for 1-D inputs")
         self.width = float(check_number(width, "width", positive=True))

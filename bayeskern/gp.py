@@ -109,7 +109,7 @@ def posterior(kernel: Kernel, X, y, sigma, Xnew=None, include_noise: bool = Fals
     mean = Ks.T @ alpha  # m(x*) = kᵀ C⁻¹ t   (PRML 6.66)
     V = solve_lower(L, Ks)  # V = L⁻¹k, so kᵀC⁻¹k = VᵀV
     cov = kernel.evaluate(Xnew) - V.T @ V  # K** − kᵀ C⁻¹ k   (PRML 6.67, c without β⁻¹)
-    var = np.clip(kernel.evaluate(Xnew, diag=True) - np.sum(V**2, axis=0), 0.0, None)
+    var = np.clip(np.diag(cov), 0.0, None)  # round-off can make a tiny variance negative
     if include_noise:
         cov = cov + sigma**2 * np.eye(len(Xnew))  # c = k(x, x) + β⁻¹
         var = var + sigma**2
