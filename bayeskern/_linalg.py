@@ -5,7 +5,9 @@ import warnings
 import numpy as np
 import scipy.linalg
 
-__all__ = ["JITTER_STEPS", "cho_solve", "cholesky", "solve_lower"]
+__all__ = ["JITTER_STEPS", "LOG_2PI", "cho_solve", "cholesky", "solve_lower"]
+
+LOG_2PI = float(np.log(2 * np.pi))
 
 #: relative jitter tried in turn (times the mean of the diagonal) when a factorisation fails
 JITTER_STEPS = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4)

@@ -3,7 +3,7 @@
 import numpy as np
 from pytensor.graph.basic import Variable
 
-__all__ = ["as_inputs", "as_targets", "check_number", "check_prior_cov", "check_sigma", "is_symbolic", "same_columns"]
+__all__ = ["as_inputs", "as_targets", "check_number", "check_prior_cov", "check_sigma", "check_integer", "is_symbolic", "same_columns"]
 
 
 def is_symbolic(value) -> bool:
@@ -57,6 +57,13 @@ def same_columns(A: np.ndarray, B: np.ndarray, name_a: str = "X", name_b: str = 
     """Two input arrays must have the same number d of columns."""
     if A.shape[1] != B.shape[1]:
         raise ValueError(f"{name_b} has {B.shape[1]} column(s) but {name_a} has {A.shape[1]}")
+
+
+def check_integer(value, name: str, minimum: int) -> int:
+    """An integer setting (a degree, a count) that must be at least `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
+    return int(value)
 
 
 def check_number(value, name: str, *, positive: bool = False, nonnegative: bool = False):

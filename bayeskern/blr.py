@@ -12,14 +12,12 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.linalg
 
-from bayeskern._linalg import solve_lower
+from bayeskern._linalg import LOG_2PI, cho_solve, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import as_inputs, as_targets, check_prior_cov, check_sigma, is_symbolic, same_columns
 from bayeskern.features import design_matrix
 
 __all__ = ["BLRPosterior", "likelihood", "posterior"]
-
-_LOG_2PI = np.log(2 * np.pi)
 
 
 def _prior_factor(S, M: int, lib):
@@ -41,7 +39,7 @@ def _log_evidence_symbolic(t, Phi, S, sigma):
     # tᵀC⁻¹t = ‖t − Φm_N‖²/σ² + m_NᵀΣ⁻¹m_N   (PRML 3.82, 3.86 with a general Σ)
     quad = pt.sum((t - pt.dot(Psi, v)) ** 2) / sigma**2 + pt.sum(v**2)
     # log|C| = 2n log σ + log|B|
-    return -0.5 * quad - n * pt.log(sigma) - pt.sum(pt.log(pt.diagonal(LB))) - 0.5 * n * _LOG_2PI
+    return -0.5 * quad - n * pt.log(sigma) - pt.sum(pt.log(pt.diagonal(LB))) - 0.5 * n * LOG_2PI
 
 
 def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = False, **kwargs):
@@ -121,7 +119,7 @@ def posterior(features, X, y, sigma, prior_cov, Xnew=None, include_noise: bool =
     LB = scipy.linalg.cholesky(np.eye(M) + Psi.T @ Psi / sigma**2, lower=True)  # B = I + ΨᵀΨ/σ²
     G = solve_lower(LB, L.T)  # S_N = L B⁻¹ Lᵀ = GᵀG
     weights_cov = G.T @ G
-    v = scipy.linalg.cho_solve((LB, True), Psi.T @ t) / sigma**2  # v = B⁻¹Ψᵀt/σ² = L⁻¹m_N
+    v = cho_solve(LB, Psi.T @ t) / sigma**2  # v = B⁻¹Ψᵀt/σ² = L⁻¹m_N
     weights_mean = L @ v  # m_N = σ⁻² S_N Φᵀ t   (PRML 3.53)
 
     Phi_new = design_matrix(features, Xnew)
@@ -134,5 +132,5 @@ def posterior(features, X, y, sigma, prior_cov, Xnew=None, include_noise: bool =
 
     # log p(t) = −½[‖t − Φm_N‖²/σ² + m_NᵀΣ⁻¹m_N] − n log σ − ½ log|B| − n/2 log 2π
     quad = np.sum((t - Psi @ v) ** 2) / sigma**2 + v @ v
-    lml = -0.5 * quad - n * np.log(sigma) - np.sum(np.log(np.diag(LB))) - 0.5 * n * _LOG_2PI
+    lml = -0.5 * quad - n * np.log(sigma) - np.sum(np.log(np.diag(LB))) - 0.5 * n * LOG_2PI
     return BLRPosterior(mean, cov, var, float(lml), bool(include_noise), Xnew, weights_mean, weights_cov)

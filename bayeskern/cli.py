@@ -19,14 +19,15 @@ def run(path, out=None, seed=None) -> Path:
     spec = specs.load(path)
     X, t = spec.load_data(seed)
     _say(f"[bayeskern] {spec.name}: {len(t)} observations, {len(spec.kernels)} candidate kernel(s)")
-    candidates = []
-    for text in spec.kernels:
-        lml = gp.posterior(specs.parse_kernel(text), X, t, sigma=spec.sigma, Xnew=X[:1]).log_marginal_likelihood
-        candidates.append({"kernel": text, "log_marginal_likelihood": lml})
-        _say(f"[bayeskern]   log p(t|X) = {lml:10.4f}   {text}")
-    best = max(candidates, key=lambda c: c["log_marginal_likelihood"])
-    post = gp.posterior(specs.parse_kernel(best["kernel"]), X, t, sigma=spec.sigma, Xnew=spec.grid[:, None],
-                        include_noise=spec.include_noise)
+    candidates, posteriors = [], []
+    for text in spec.kernels:  # one factorisation per candidate; the grid prediction is cheap beside it
+        post = gp.posterior(specs.parse_kernel(text), X, t, sigma=spec.sigma, Xnew=spec.grid[:, None],
+                            include_noise=spec.include_noise)
+        candidates.append({"kernel": text, "log_marginal_likelihood": post.log_marginal_likelihood})
+        posteriors.append(post)
+        _say(f"[bayeskern]   log p(t|X) = {post.log_marginal_likelihood:10.4f}   {text}")
+    i_best = max(range(len(candidates)), key=lambda i: candidates[i]["log_marginal_likelihood"])
+    best, post = candidates[i_best], posteriors[i_best]
     folder = write_atomically(out or Path("reports") / spec.name, gp_fit_files(spec, X, t, candidates, best, post))
     _say(f"[bayeskern] wrote {folder}/ (summary.json, report.md, predictions.csv)")
     return folder

@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from bayeskern._validation import check_integer
+
 __all__ = ["sinusoid"]
 
 
@@ -10,8 +12,7 @@ def sinusoid(n: int = 10, noise: float = 0.3, seed=0) -> tuple[np.ndarray, np.nd
 
     Returns X (n, 1) and t (n,); the same seed gives the same data.
     """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+    n = check_integer(n, "n", 1)
     if not np.isfinite(noise) or noise < 0:
         raise ValueError(f"noise must be a non-negative number, got {noise!r}")
     x = np.linspace(0.0, 1.0, n)

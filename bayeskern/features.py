@@ -2,7 +2,6 @@
 
 from collections.abc import Hashable
 from itertools import combinations_with_replacement
-import numbers
 
 import numpy as np
 import pytensor.tensor as pt
@@ -10,7 +9,7 @@ from pytensor import wrap_py
 from pytensor.tensor.variable import TensorConstant
 
 from bayeskern._compile import compiled
-from bayeskern._validation import as_inputs, check_number
+from bayeskern._validation import as_inputs, check_integer, check_number
 
 __all__ = ["FeatureMap", "Fourier", "GaussianBasis", "Polynomial", "SigmoidBasis", "design_matrix", "design_tensor", "n_features"]
 
@@ -49,12 +48,6 @@ def _with_bias(Phi, bias: bool):
     return pt.concatenate([pt.ones((Phi.shape[0], 1), dtype="float64"), Phi], axis=1) if bias else Phi
 
 
-def _positive_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
-    return int(value)
-
-
 def _one_column(d: int, what: str) -> None:
     if d != 1:
         raise ValueError(f"{what} is defined for 1-D inputs, but X has {d} columns")
@@ -67,7 +60,7 @@ class Polynomial(FeatureMap):
     """
 
     def __init__(self, degree: int):
-        self.degree = _positive_int(degree, "degree", 0)
+        self.degree = check_integer(degree, "degree", 0)
 
     def exponents(self, d: int) -> np.ndarray:
         """The (M, d) exponent table, by total degree then lexicographically."""
@@ -150,7 +143,7 @@ class Fourier(FeatureMap):
     """
 
     def __init__(self, order: int, period=1.0):
-        self.order = _positive_int(order, "order", 0)
+        self.order = check_integer(order, "order", 0)
         self.period = float(check_number(period, "period", positive=True))
 
     def n_features(self, d: int) -> int:

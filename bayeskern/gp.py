@@ -7,14 +7,12 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.linalg
 
-from bayeskern._linalg import cho_solve, cholesky, solve_lower
+from bayeskern._linalg import LOG_2PI, cho_solve, cholesky, solve_lower
 from bayeskern._results import Posterior
-from bayeskern._validation import as_inputs, as_targets, check_sigma, is_symbolic, same_columns
+from bayeskern._validation import as_inputs, as_targets, check_integer, check_sigma, is_symbolic, same_columns
 from bayeskern.kernels import Kernel
 
 __all__ = ["GPPosterior", "marginal_likelihood", "posterior", "prior_samples"]
-
-_LOG_2PI = np.log(2 * np.pi)
 
 
 def _check_kernel(kernel) -> Kernel:
@@ -45,8 +43,7 @@ def prior_samples(kernel: Kernel, X, n: int = 1, seed=None) -> np.ndarray:
     singular; a kernel that is not positive semi-definite on X gets a ValueError.
     """
     X = as_inputs(X, "X")
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+    n = check_integer(n, "n", 1)
     K = _check_kernel(kernel).evaluate(X)
     lam, U = scipy.linalg.eigh(K)
     floor = 100 * K.shape[0] * np.finfo(float).eps * max(abs(lam[-1]), 1e-300)  # round-off scale n·ε·λmax
@@ -115,5 +112,5 @@ def posterior(kernel: Kernel, X, y, sigma, Xnew=None, include_noise: bool = Fals
         var = var + sigma**2
     cov[np.diag_indices_from(cov)] = var
     # log p(t) = −½ tᵀC⁻¹t − ½ log|C| − n/2 log 2π, with log|C| = 2 Σ log Lᵢᵢ
-    lml = -0.5 * t @ alpha - np.sum(np.log(np.diag(L))) - 0.5 * len(X) * _LOG_2PI
+    lml = -0.5 * t @ alpha - np.sum(np.log(np.diag(L))) - 0.5 * len(X) * LOG_2PI
     return GPPosterior(mean, cov, var, float(lml), bool(include_noise), Xnew, jitter, alpha)

@@ -185,5 +185,5 @@ def test_bad_input_gets_named_errors():
             bk.gp.marginal_likelihood("y", X, t, k, sigma=0.0)
         with pytest.raises(ValueError, match="y has 5 entries but X has 6 rows"):
             bk.gp.marginal_likelihood("y", X, t[:-1], k, sigma=0.1)
-    with pytest.raises(ValueError, match="n must be a positive integer"):
+    with pytest.raises(ValueError, match="n must be an integer ≥ 1"):
         bk.gp.prior_samples(k, X, n=0)

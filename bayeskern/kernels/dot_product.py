@@ -1,10 +1,8 @@
 """Dot-product kernels: linear xᵀx′ and polynomial (xᵀx′ + c)^M, PyMC's `Linear` and `Polynomial`."""
 
-import numbers
-
 import pymc as pm
 
-from bayeskern._validation import check_number
+from bayeskern._validation import check_integer, check_number
 from bayeskern.kernels.base import Kernel
 
 __all__ = ["Linear", "Polynomial"]
@@ -27,9 +25,7 @@ class Polynomial(Kernel):
     """
 
     def __init__(self, degree: int, c=1.0):
-        if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or degree < 1:
-            raise ValueError(f"degree must be a positive integer, got {degree!r}")
-        self.degree = int(degree)
+        self.degree = check_integer(degree, "degree", 1)
         super().__init__(c=check_number(c, "c", nonnegative=True))
 
     def _config(self):
