@@ -13,6 +13,7 @@ import pytensor.tensor as pt
 import scipy.linalg
 
 from bayeskern._linalg import LOG_2PI, cho_solve, solve_lower
+from bayeskern._marginal import MarginalGaussian
 from bayeskern._results import Posterior
 from bayeskern._validation import as_inputs, as_targets, check_prior_cov, check_sigma, is_symbolic, same_columns
 from bayeskern.features import design_matrix
@@ -75,10 +76,12 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
         return _log_evidence_symbolic(value, Phi, S, sigma)
 
     core = {0: "()", 1: "(m)", 2: "(m,m)"}[S_t.ndim]
-    return pm.CustomDist(
+    obs = pm.CustomDist(
         name, pt.as_tensor_variable(Phi), S_t, sigma, dist=generate, logp=logp,
         signature=f"(n,m),{core},()->(n)", observed=t, **kwargs,
     )
+    obs.tag.bayeskern = MarginalGaussian("blr", X, t, sigma, features=features, prior_cov=S)
+    return obs
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.linalg
 
+from bayeskern._gaussian_logp import gaussian_logp
 from bayeskern._linalg import LOG_2PI, cho_solve, cholesky, solve_lower
+from bayeskern._marginal import MarginalGaussian
 from bayeskern._results import Posterior
 from bayeskern._validation import as_inputs, as_targets, check_integer, check_sigma, is_symbolic, same_columns
 from bayeskern.kernels import Kernel
@@ -26,14 +28,25 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, **kwargs):
 
     `X`: inputs (n, d). `y`: observations t (n,). `kernel`: k, whose hyperparameters may be PyMC
     random variables. `sigma`: σ > 0, the noise standard deviation (number or random variable).
-    The density is evaluated through the exact Cholesky factor of C = K + σ²I, no jitter.
-    Extra keyword arguments (e.g. `dims`) go to `pm.MvNormal`. Returns the observed variable.
+    The log density is exact (Cholesky of C = K + σ²I, no jitter; −inf where C is not numerically
+    positive definite) and its gradient is ½ tr((ααᵀ − C⁻¹) ∂C/∂θ), α = C⁻¹t (R&W 5.9).
+    Extra keyword arguments (e.g. `dims`) go to `pm.CustomDist`. Returns the observed variable,
+    which `bayeskern.fit` recognises as a marginal Gaussian likelihood.
     """
     X = as_inputs(X, "X")
     y = as_targets(y, X.shape[0], "y")
     kernel, sigma = _check_kernel(kernel), check_sigma(sigma, allow_zero=False)
     C = kernel.full(X) + pt.square(sigma) * pt.eye(X.shape[0])  # C = K + σ²I   (PRML 6.62)
-    return pm.MvNormal(name, mu=0.0, chol=pt.linalg.cholesky(C), observed=y, **kwargs)
+
+    def generate(C, size):
+        return pm.MvNormal.dist(mu=0.0, cov=C)
+
+    def logp(value, C):
+        return gaussian_logp(C, value)
+
+    obs = pm.CustomDist(name, C, dist=generate, logp=logp, signature="(n,n)->(n)", observed=y, **kwargs)
+    obs.tag.bayeskern = MarginalGaussian("gp", X, y, sigma, kernel=kernel)
+    return obs
 
 
 def prior_samples(kernel: Kernel, X, n: int = 1, seed=None) -> np.ndarray:

@@ -18,6 +18,26 @@ def rbf(A, B, ls):
     return np.exp(-0.5 * sqdist(A / ls, B / ls))
 
 
+def matern(A, B, nu, ls):
+    """Matérn ν ∈ {½, 3/2, 5/2} in r/ℓ, r = ‖a − b‖."""
+    u = np.sqrt(sqdist(A, B)) / ls
+    if nu == 0.5:
+        return np.exp(-u)
+    if nu == 1.5:
+        return (1 + np.sqrt(3) * u) * np.exp(-np.sqrt(3) * u)
+    return (1 + np.sqrt(5) * u + 5 * u**2 / 3) * np.exp(-np.sqrt(5) * u)
+
+
+def rational_quadratic(A, B, alpha, ls):
+    return (1 + sqdist(A, B) / (2 * alpha * ls**2)) ** (-alpha)
+
+
+def periodic(A, B, period, ls):
+    """exp(−½ Σⱼ sin²(π(aⱼ − bⱼ)/T)/ℓ²)."""
+    s = np.sin(np.pi * (A[:, None, :] - B[None, :, :]) / period)
+    return np.exp(-0.5 * (s**2).sum(-1) / ls**2)
+
+
 def mahalanobis_rbf(A, B, cov):
     """exp(−½ (a − b)ᵀ Σ⁻¹ (a − b))."""
     P = np.linalg.inv(cov)

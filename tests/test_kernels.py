@@ -36,6 +36,11 @@ KERNELS = [
     ("rbf-bandwidth", 2, K.RBF(bandwidth=0.49), lambda A, B, s: ref.rbf(A, B, 0.7)),
     ("rbf-ard", 2, K.RBF([0.5, 2.0]), lambda A, B, s: ref.rbf(A, B, [0.5, 2.0])),
     ("mahalanobis", 2, K.MahalanobisRBF(SIGMA2), lambda A, B, s: ref.mahalanobis_rbf(A, B, SIGMA2)),
+    ("matern12", 2, K.Matern12(0.8), lambda A, B, s: ref.matern(A, B, 0.5, 0.8)),
+    ("matern32", 2, K.Matern32(0.8), lambda A, B, s: ref.matern(A, B, 1.5, 0.8)),
+    ("matern52", 2, K.Matern52(0.8), lambda A, B, s: ref.matern(A, B, 2.5, 0.8)),
+    ("ratquad", 2, K.RatQuad(1.5, 0.6), lambda A, B, s: ref.rational_quadratic(A, B, 1.5, 0.6)),
+    ("periodic", 2, K.Periodic(1.3, 0.9), lambda A, B, s: ref.periodic(A, B, 1.3, 0.9)),
     ("linear", 2, K.Linear(), lambda A, B, s: ref.linear(A, B)),
     ("polynomial", 2, K.Polynomial(3, c=1.0), lambda A, B, s: ref.polynomial(A, B, 3, 1.0)),
     ("polynomial-homogeneous", 2, K.Polynomial(2, c=0.0), lambda A, B, s: ref.polynomial(A, B, 2, 0.0)),
@@ -108,8 +113,8 @@ def test_kernel_properties_on_random_inputs(name, d, kernel, reference, data):
     n = data.draw(st.integers(2, 9))
     X = data.draw(arrays(np.float64, (n, d), elements=st.floats(-3, 3, allow_nan=False)))
     Kx = kernel.evaluate(X)
-    # symmetric: k(x, x′) = k(x′, x)
-    np.testing.assert_allclose(Kx, Kx.T, rtol=1e-14, atol=1e-14)
+    # symmetric: k(x, x′) = k(x′, x), up to round-off of the largest summand (|K| max times 1e-14)
+    np.testing.assert_allclose(Kx, Kx.T, rtol=1e-14, atol=1e-14 * max(1.0, np.abs(Kx).max()))
     # positive semi-definite: eigenvalues ≥ 0 up to round-off n·ε·λmax (1e-10 relative is generous)
     lam = np.linalg.eigvalsh(Kx)
     assert lam[0] >= -1e-10 * max(1.0, abs(lam[-1])), lam
@@ -123,7 +128,7 @@ _BY_ID = {k[0]: k for k in KERNELS}
 PAIRS = [
     (_BY_ID[a], _BY_ID[b])
     for a, b in [("rbf-ard", "mahalanobis"), ("linear", "polynomial"), ("white", "prml-2d"),
-                 ("sum", "product"), ("feature-fourier", "feature-sigmoid"), ("constant", "feature-callable")]
+                 ("sum", "product"), ("periodic", "matern52"), ("ratquad", "linear"), ("feature-fourier", "feature-sigmoid"), ("constant", "feature-callable")]
 ]
 
 
@@ -208,6 +213,9 @@ def test_gradient_matches_finite_differences():
         (lambda: K.PRML(1, 0, 0, 0), "theta1 must be positive"),
         (lambda: K.PRML(1, 1, -2, 0), "theta2 must be non-negative"),
         (lambda: K.PRML(1, 1, 0, np.inf), "theta3 must be finite"),
+        (lambda: K.Matern32(0.0), "lengthscale must be positive"),
+        (lambda: K.RatQuad(-1.0, 1.0), "alpha must be positive"),
+        (lambda: K.Periodic(0.0, 1.0), "period must be positive"),
         (lambda: K.MahalanobisRBF([[1.0, 0.5], [0.2, 1.0]]), "cov must be symmetric"),
         (lambda: K.MahalanobisRBF([[1.0, 2.0], [2.0, 1.0]]), "cov must be positive definite"),
         (lambda: K.MahalanobisRBF([1.0, 2.0]), "cov must be a square"),
@@ -265,5 +273,5 @@ def test_evaluate_compiles_once_per_structure():
 
 
 def test_public_surface():
-    for name in ["PRML", "RBF", "Linear", "Constant", "Polynomial", "White", "MahalanobisRBF", "FeatureKernel"]:
+    for name in ["Matern12", "Matern32", "Matern52", "Periodic", "RatQuad", "PRML", "RBF", "Linear", "Constant", "Polynomial", "White", "MahalanobisRBF", "FeatureKernel"]:
         assert hasattr(bk.kernels, name)

@@ -5,7 +5,7 @@ from bayeskern.kernels.constant import Constant, White
 from bayeskern.kernels.dot_product import Linear, Polynomial
 from bayeskern.kernels.feature import FeatureKernel
 from bayeskern.kernels.prml import PRML
-from bayeskern.kernels.stationary import RBF, MahalanobisRBF
+from bayeskern.kernels.stationary import RBF, MahalanobisRBF, Matern12, Matern32, Matern52, Periodic, RatQuad
 
 __all__ = [
     "PRML",
@@ -15,8 +15,13 @@ __all__ = [
     "Kernel",
     "Linear",
     "MahalanobisRBF",
+    "Matern12",
+    "Matern32",
+    "Matern52",
+    "Periodic",
     "Polynomial",
     "Product",
+    "RatQuad",
     "Scaled",
     "Sum",
     "White",

@@ -1,5 +1,6 @@
 """The kernel base class: a covariance function k(x, x′) as a PyTensor graph, composed by + and *."""
 
+import copy
 from collections.abc import Callable, Hashable, Iterator
 from functools import reduce
 from operator import add, mul
@@ -83,6 +84,13 @@ class Kernel:
         X = _input_tensor(X, "X")
         self._check_dims(X.type.shape[1], None)
         return self._build(X, None, True, _given)
+
+    def map_hyperparameters(self, fn: Callable) -> "Kernel":
+        """A copy of this kernel tree with every hyperparameter v replaced by fn(v) (e.g. a number for an RV)."""
+        new = copy.copy(self)
+        new.hyperparameters = {name: fn(v) for name, v in self.hyperparameters.items()}
+        new.children = tuple(child.map_hyperparameters(fn) for child in self.children)
+        return new
 
     def __call__(self, X, Xs=None, diag: bool = False):
         return self.diag(X) if diag else self.full(X, Xs)

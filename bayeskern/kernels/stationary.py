@@ -1,4 +1,4 @@
-"""Squared-exponential kernels: isotropic (RBF), ARD length scales, and a full covariance Σ (Mahalanobis)."""
+"""Stationary kernels k(x − x′): squared exponential (isotropic, ARD, Mahalanobis), Matérn, rational quadratic, periodic."""
 
 import numpy as np
 import pymc as pm
@@ -7,7 +7,7 @@ import pytensor.tensor as pt
 from bayeskern._validation import check_number, is_symbolic
 from bayeskern.kernels.base import Kernel
 
-__all__ = ["RBF", "MahalanobisRBF"]
+__all__ = ["RBF", "MahalanobisRBF", "Matern12", "Matern32", "Matern52", "Periodic", "RatQuad"]
 
 
 class RBF(Kernel):
@@ -75,3 +75,78 @@ class MahalanobisRBF(Kernel):
 
     def _diag(self, X, p):
         return pt.ones((X.shape[0],), dtype="float64")
+
+
+def _exact_sqrt(r2):
+    """r = √r², exactly 0 at r² = 0 with a finite gradient there (√ is evaluated on 1 instead of 0)."""
+    positive = pt.gt(r2, 0.0)
+    return pt.sqrt(pt.switch(positive, r2, 1.0)) * positive
+
+
+class _PyMCStationary(Kernel):
+    """A stationary kernel of `pm.gp.cov` with a length scale ℓ (scalar, or one per input column)."""
+
+    _pymc_class = None
+    _extra: tuple[str, ...] = ()
+
+    def __init__(self, lengthscale, **extra):
+        lengthscale = check_number(lengthscale, "lengthscale", positive=True)
+        if (lengthscale.ndim if is_symbolic(lengthscale) else np.ndim(lengthscale)) > 1:
+            raise ValueError("lengthscale must be a scalar or a vector of one length scale per input column")
+        super().__init__(lengthscale=lengthscale, **{k: check_number(v, k, positive=True) for k, v in extra.items()})
+
+    _check_input_dim = RBF._check_input_dim
+
+    def _pymc(self, X, p):
+        extra = {k: p[k] for k in self._extra}
+        cov = type(self)._pymc_class(X.type.shape[1], ls=p["lengthscale"], **extra)
+        cov._sqrt = _exact_sqrt  # PyMC's r = √(r² + 1e-12) puts k(x, x) 1e-6 below 1 for Matérn ½
+        return cov
+
+    def _full(self, X, Xs, p):
+        return self._pymc(X, p).full(X, Xs)
+
+    def _diag(self, X, p):
+        return self._pymc(X, p).diag(X)
+
+
+class Matern12(_PyMCStationary):
+    """k(x, x′) = exp(−r/ℓ), r = ‖x − x′‖ (the Ornstein–Uhlenbeck kernel), PyMC's `Matern12`."""
+
+    _pymc_class = pm.gp.cov.Matern12
+
+
+class Matern32(_PyMCStationary):
+    """k(x, x′) = (1 + √3 r/ℓ) exp(−√3 r/ℓ), PyMC's `Matern32`."""
+
+    _pymc_class = pm.gp.cov.Matern32
+
+
+class Matern52(_PyMCStationary):
+    """k(x, x′) = (1 + √5 r/ℓ + 5r²/(3ℓ²)) exp(−√5 r/ℓ), PyMC's `Matern52`."""
+
+    _pymc_class = pm.gp.cov.Matern52
+
+
+class RatQuad(_PyMCStationary):
+    """k(x, x′) = (1 + r²/(2αℓ²))^(−α), a scale mixture of RBFs, PyMC's `RatQuad`; α → ∞ gives the RBF."""
+
+    _pymc_class = pm.gp.cov.RatQuad
+    _extra = ("alpha",)
+
+    def __init__(self, alpha, lengthscale):
+        super().__init__(lengthscale, alpha=alpha)
+
+
+class Periodic(_PyMCStationary):
+    """k(x, x′) = exp(−½ Σⱼ sin²(π(xⱼ − x′ⱼ)/T) / ℓ²), PyMC's `Periodic` (period T).
+
+    PyMC's convention has ½ in the exponent where scikit-learn's `ExpSineSquared` has 2: the same
+    kernel has ℓ = ℓ_sklearn / 2.
+    """
+
+    _pymc_class = pm.gp.cov.Periodic
+    _extra = ("period",)
+
+    def __init__(self, period, lengthscale):
+        super().__init__(lengthscale, period=period)

@@ -1,0 +1,315 @@
+"""Empirical Bayes (type-II maximum likelihood): maximise the marginal likelihood over the hyperparameters."""
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import scipy.optimize
+from pymc.initial_point import make_initial_point_fn
+from pymc.pytensorf import join_nonshared_inputs
+
+from bayeskern._marginal import find_marginal
+from bayeskern._validation import check_integer
+from bayeskern.fit.plug_in import PlugIn
+
+__all__ = ["EmpiricalBayesResult", "FitWarning", "Laplace", "Optimum", "empirical_bayes"]
+
+#: an unconstrained coordinate beyond this is "at the edge of the support": for a log-transformed
+#: parameter the value is below e^-15 ≈ 3e-7 or above e^15 ≈ 3e6 (times its unit)
+AT_BOUND_Z = 15.0
+#: the optimiser's box in unconstrained space, which only keeps exp() finite
+Z_LIMIT = 40.0
+#: the largest |gradient| (in unconstrained space, over parameters not at a bound) called converged
+GRAD_TOL = 1e-3
+#: two optima are one if their objectives differ by less than this and their coordinates by less than Z_SAME
+LML_SAME, Z_SAME = 1e-4, 1e-2
+
+
+class FitWarning(UserWarning):
+    """A fit finished, but its answer needs a second look (not converged, at a bound, several optima)."""
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """One local optimum found by the restarts: natural-scale `params`, the objective and the LML there."""
+
+    params: dict
+    objective: float
+    log_marginal_likelihood: float
+    converged: bool
+    starts: int  # how many starts ended here
+
+
+@dataclass(frozen=True)
+class Laplace:
+    """A Gaussian approximation at the optimum from the Hessian in PyMC's unconstrained space.
+
+    `cov_unconstrained` = (−∇²objective)⁻¹ over the unconstrained coordinates `names`; `sd` maps each
+    parameter to its standard deviation on the natural scale by the delta method (NaN where the
+    Hessian is not negative definite, e.g. for a parameter at a bound). Without the prior it is the
+    curvature of the log marginal likelihood alone.
+    """
+
+    sd: dict
+    cov_unconstrained: np.ndarray
+    names: tuple
+    ok: bool
+
+
+@dataclass(frozen=True)
+class EmpiricalBayesResult:
+    """The best optimum of the marginal likelihood (plus log prior, with `include_prior`) over the restarts.
+
+    `params`: name → value on the natural scale. `log_marginal_likelihood`: log p(t | θ̂).
+    `objective`: what was maximised (the LML, or LML + log prior). `converged`: the optimiser stopped
+    normally with |∇| ≤ GRAD_TOL on every parameter not at a bound. `grad_norm`: max |∇objective| in
+    unconstrained space. `at_bound`: name → whether it ran to the edge of its support.
+    `n_evaluations`: value-and-gradient evaluations over all restarts. `jitter`: added to the diagonal
+    of C when factorising at the optimum (0.0 normally). `optima`: the distinct optima, best first.
+    `laplace`: the Laplace approximation at the optimum. `seconds`: wall time, `compile_seconds` of it
+    spent compiling.
+    """
+
+    params: dict
+    log_marginal_likelihood: float
+    objective: float
+    include_prior: bool
+    converged: bool
+    grad_norm: float
+    at_bound: dict
+    n_evaluations: int
+    jitter: float
+    optima: tuple
+    laplace: Laplace
+    seconds: float
+    compile_seconds: float
+    plug_in: PlugIn = field(repr=False)
+
+    def posterior(self, Xnew=None, include_noise: bool = False):
+        """The exact GP/BLR posterior with the hyperparameters at the optimum (`gp.posterior`/`blr.posterior`)."""
+        return self.plug_in.posterior(self.params, Xnew=Xnew, include_noise=include_noise)
+
+
+class _Objective:
+    """Value and gradient of a log density over the flat unconstrained vector z, compiled once."""
+
+    def __init__(self, model, obs, include_prior: bool):
+        self.model = model
+        self.point = model.initial_point()
+        self.value_vars = model.value_vars
+        terms = [obs] + (list(model.free_RVs) if include_prior else [])
+        logp = model.logp(vars=terms, jacobian=False)
+        grad = pt.concatenate([pt.grad(logp, v).ravel() for v in self.value_vars])
+        natural = [pt.as_tensor_variable(v).ravel() for v in model.replace_rvs_by_values(model.free_RVs)]
+        natural = pt.concatenate(natural) if natural else pt.zeros(0)
+        [logp, grad, natural], z = join_nonshared_inputs(self.point, [logp, grad, natural], self.value_vars)
+        self._value_and_grad = pytensor.function([z], [logp, grad])
+        jac = pytensor.gradient.jacobian(natural, z)
+        self._natural = pytensor.function([z], [natural, jac], mode="FAST_COMPILE")
+        self.sizes = [int(np.size(self.point[v.name])) for v in self.value_vars]
+        self.transformed = np.concatenate(
+            [np.full(s, model.rvs_to_transforms[model.values_to_rvs[v]] is not None) for v, s in zip(self.value_vars, self.sizes)]
+        )
+        self.n_evaluations = 0
+
+    def flat(self, point: dict) -> np.ndarray:
+        return np.concatenate([np.ravel(point[v.name]) for v in self.value_vars]).astype(np.float64)
+
+    def __call__(self, z):
+        self.n_evaluations += 1
+        f, g = self._value_and_grad(z)
+        return float(f), np.asarray(g, dtype=np.float64)
+
+    def params(self, z) -> dict:
+        """Natural-scale values of the free random variables at z."""
+        values, _ = self._natural(z)
+        out, i = {}, 0
+        for rv in self.model.free_RVs:
+            shape = tuple(self.point[self.model.rvs_to_values[rv].name].shape)
+            size = int(np.prod(shape))
+            v = values[i : i + size]
+            out[rv.name] = float(v[0]) if shape == () else v.reshape(shape)
+            i += size
+        return out
+
+    def natural_jacobian(self, z) -> np.ndarray:
+        return np.asarray(self._natural(z)[1])
+
+    def coordinate_owner(self) -> list[str]:
+        return [self.model.values_to_rvs[v].name for v, s in zip(self.value_vars, self.sizes) for _ in range(s)]
+
+
+def _starts(model, objective: _Objective, restarts: int, seed) -> list[np.ndarray]:
+    """The model's initial point (its initvals), then draws from the priors, else jitter, with a finite objective."""
+    starts = [objective.flat(objective.point)]
+    rng = np.random.default_rng(seed)
+    prior = make_initial_point_fn(model=model, overrides={rv: "prior" for rv in model.free_RVs}, return_transformed=True)
+    jittered = make_initial_point_fn(model=model, jitter_rvs=set(model.free_RVs), return_transformed=True)
+    for _ in range(restarts - 1):
+        for attempt in range(20):
+            make = prior if attempt < 10 else jittered
+            z = np.clip(objective.flat(make(rng.integers(2**31))), -Z_LIMIT, Z_LIMIT)
+            if np.isfinite(objective(z)[0]):
+                starts.append(z)
+                break
+    return starts
+
+
+def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
+    bounds = [(-Z_LIMIT, Z_LIMIT) if t else (None, None) for t in objective.transformed]
+
+    def negative(z):
+        f, g = objective(z)
+        if not np.isfinite(f):  # C not positive definite here: a wall the line search backs away from
+            return 1e300, np.zeros_like(z)
+        return -f, -g
+
+    return scipy.optimize.minimize(
+        negative, z0, jac=True, method="L-BFGS-B", bounds=bounds,
+        options={"maxiter": maxiter, "maxfun": 4 * maxiter, "ftol": 1e-13, "gtol": 1e-7},
+    )
+
+
+def _laplace(objective: _Objective, z: np.ndarray, names: list[str]) -> Laplace:
+    """Hessian by central differences of the exact gradient; sd on the natural scale by the delta method."""
+    p = len(z)
+    H = np.empty((p, p))
+    for j in range(p):
+        h = 1e-5 * max(1.0, abs(z[j]))
+        e = np.zeros(p)
+        e[j] = h
+        H[:, j] = (objective(z + e)[1] - objective(z - e)[1]) / (2 * h)
+    H = 0.5 * (H + H.T)
+    eig = np.linalg.eigvalsh(-H) if p else np.ones(1)
+    ok = bool(np.all(np.isfinite(H)) and eig.min() > 1e-12 * max(1.0, eig.max()))
+    cov = np.linalg.inv(-H) if ok else np.full((p, p), np.nan)
+    J = objective.natural_jacobian(z)  # ∂θ/∂z
+    sd_flat = np.sqrt(np.clip(np.diag(J @ cov @ J.T), 0.0, None)) if ok else np.full(p, np.nan)
+    sd, i = {}, 0
+    for name, value in objective.params(z).items():
+        size = int(np.size(value))
+        sd[name] = float(sd_flat[i]) if np.ndim(value) == 0 else sd_flat[i : i + size].reshape(np.shape(value))
+        i += size
+    return Laplace(sd, cov, tuple(names), ok)
+
+
+def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: bool = False, maxiter: int = 500) -> EmpiricalBayesResult:
+    """Maximise log p(t | θ) (or log p(t | θ) + log p(θ), MAP-II, with `include_prior`) over the hyperparameters θ.
+
+    `model`: a PyMC model (the context's if not given) whose only observed variable is a marginal
+    Gaussian from `bayeskern.gp.marginal_likelihood` or `bayeskern.blr.likelihood(collapsed=True)`;
+    its free random variables are the hyperparameters, and their priors fix only their supports
+    unless `include_prior`. The optimiser is L-BFGS-B in PyMC's unconstrained space with the exact
+    gradient, from `restarts` starts: the model's initial point (honouring `initval`), then draws
+    from the priors (`seed`). Warns (FitWarning) when not converged, at a bound, or when restarts
+    find different optima.
+    """
+    started = time.perf_counter()
+    model = pm.modelcontext(model)
+    restarts = check_integer(restarts, "restarts", 1)
+    maxiter = check_integer(maxiter, "maxiter", 1)
+    if not isinstance(include_prior, bool):
+        raise ValueError(f"include_prior must be True or False, got {include_prior!r}")
+    obs, record = find_marginal(model)
+    if not model.free_RVs:
+        raise ValueError("the model has no free random variables: there are no hyperparameters to fit")
+
+    objective = _Objective(model, obs, include_prior)
+    plug_in = PlugIn(model, record)
+    z_initial = objective.flat(objective.point)
+    f_initial = objective(z_initial)[0]  # also compiles
+    compile_seconds = time.perf_counter() - started
+    if not np.isfinite(f_initial):
+        raise ValueError(
+            "the log marginal likelihood is not finite at the model's initial point: K + sigma^2 I is "
+            "not positive definite there (or a prior gives zero density); set initval on the "
+            "hyperparameters or check the kernel"
+        )
+
+    runs = []
+    for z0 in _starts(model, objective, restarts, seed):
+        res = _maximise(objective, z0, maxiter)
+        if np.isfinite(res.fun) and res.fun < 1e299:
+            runs.append(res)
+    runs.sort(key=lambda r: r.fun)
+    best = runs[0]
+    z = best.x
+    owners = objective.coordinate_owner()
+    at_bound_coord = objective.transformed & (np.abs(z) >= AT_BOUND_Z)
+    at_bound = {name: bool(np.any(at_bound_coord[[o == name for o in owners]])) for name in dict.fromkeys(owners)}
+
+    def converged(res) -> bool:
+        free = ~(objective.transformed & (np.abs(res.x) >= AT_BOUND_Z))
+        return bool(res.success and np.max(np.abs(res.jac[free]), initial=0.0) <= GRAD_TOL)
+
+    optima: list[tuple] = []  # (run, starts)
+    for res in runs:
+        for k, (other, count) in enumerate(optima):
+            if abs(res.fun - other.fun) < LML_SAME and np.max(np.abs(res.x - other.x)) < Z_SAME:
+                optima[k] = (other, count + 1)
+                break
+        else:
+            optima.append((res, 1))
+
+    n_eval_before_laplace = objective.n_evaluations
+    laplace = _laplace(objective, z, owners)
+    objective.n_evaluations = n_eval_before_laplace
+    params = objective.params(z)
+    with warnings.catch_warnings(record=True) as jitter_warnings:
+        warnings.simplefilter("always")
+        fitted = plug_in.posterior(params, Xnew=record.X[:1])
+
+    def lml(res) -> float:
+        return -res.fun if not include_prior else plug_in.posterior(objective.params(res.x), Xnew=record.X[:1]).log_marginal_likelihood
+
+    result = EmpiricalBayesResult(
+        params=params,
+        log_marginal_likelihood=float(fitted.log_marginal_likelihood),
+        objective=float(-best.fun),
+        include_prior=include_prior,
+        converged=converged(best),
+        grad_norm=float(np.max(np.abs(best.jac), initial=0.0)),
+        at_bound=at_bound,
+        n_evaluations=objective.n_evaluations,
+        jitter=float(getattr(fitted, "jitter", 0.0)),
+        optima=tuple(Optimum(objective.params(r.x), float(-r.fun), float(lml(r)), converged(r), c) for r, c in optima),
+        laplace=laplace,
+        seconds=time.perf_counter() - started,
+        compile_seconds=compile_seconds,
+        plug_in=plug_in,
+    )
+    _warn(result, jitter_warnings)
+    return result
+
+
+def _warn(result: EmpiricalBayesResult, jitter_warnings) -> None:
+    for w in jitter_warnings:
+        warnings.warn(f"at the optimum: {w.message}", FitWarning, stacklevel=3)
+    if not result.converged:
+        warnings.warn(
+            f"empirical_bayes did not converge: max |gradient| {result.grad_norm:.3g} (tolerance {GRAD_TOL:g}); "
+            "try more restarts or a larger maxiter",
+            FitWarning,
+            stacklevel=3,
+        )
+    bound = [name for name, flag in result.at_bound.items() if flag]
+    if bound:
+        warnings.warn(
+            f"parameter(s) at the edge of their support: {', '.join(bound)} "
+            f"({', '.join(f'{n}={result.params[n]:.3g}' for n in bound if np.ndim(result.params[n]) == 0)}); "
+            "the data do not pin them down",
+            FitWarning,
+            stacklevel=3,
+        )
+    if len(result.optima) > 1:
+        second = result.optima[1]
+        warnings.warn(
+            f"restarts found {len(result.optima)} distinct optima; kept the best (objective {result.objective:.6g}), "
+            f"next best {second.objective:.6g} — see .optima",
+            FitWarning,
+            stacklevel=3,
+        )

@@ -1,0 +1,51 @@
+"""Plug hyperparameter values into a marginal Gaussian model and get its exact posterior: one path for EB and MCMC."""
+
+import numpy as np
+import pytensor
+from pytensor.graph.replace import graph_replace
+
+from bayeskern._marginal import MarginalGaussian
+from bayeskern._validation import is_symbolic
+
+__all__ = ["PlugIn"]
+
+
+class PlugIn:
+    """Turns values of a model's free random variables into the numeric GP or BLR posterior.
+
+    Built once per model: the hyperparameter expressions of the likelihood (σ, the kernel's
+    hyperparameters, Σ) are compiled as a function of the free variables on their natural scale,
+    so every call — the EB optimum, or each MCMC draw — costs a function call, not a compilation.
+    """
+
+    def __init__(self, model, record: MarginalGaussian):
+        self.record = record
+        self.names = [rv.name for rv in model.free_RVs]
+        symbols = [record.sigma, record.prior_cov]
+        if record.kernel is not None:
+            symbols += [v for node in record.kernel._walk() for v in node.hyperparameters.values()]
+        self._symbols = [v for v in symbols if is_symbolic(v)]
+        inputs = [rv.type(name=rv.name) for rv in model.free_RVs]
+        outputs = graph_replace(self._symbols, dict(zip(model.free_RVs, inputs, strict=True)), strict=False)
+        self._fn = pytensor.function(inputs, outputs, mode="FAST_COMPILE", on_unused_input="ignore")
+
+    def numeric(self, params: dict) -> MarginalGaussian:
+        """The record with every hyperparameter a number, given `params` (free variable name → value)."""
+        missing = [n for n in self.names if n not in params]
+        if missing:
+            raise ValueError(f"params lacks values for: {', '.join(missing)}")
+        values = self._fn(*(np.asarray(params[n], dtype=np.float64) for n in self.names))
+        by_id = {id(s): np.asarray(v) for s, v in zip(self._symbols, values, strict=True)}
+        value = lambda v: by_id[id(v)] if is_symbolic(v) else v  # noqa: E731
+        r = self.record
+        kernel = None if r.kernel is None else r.kernel.map_hyperparameters(value)
+        return MarginalGaussian(r.kind, r.X, r.y, float(value(r.sigma)), kernel, r.features, value(r.prior_cov))
+
+    def posterior(self, params: dict, Xnew=None, include_noise: bool = False):
+        """The exact GP or BLR posterior (`bayeskern.gp.posterior` / `bayeskern.blr.posterior`) at `params`."""
+        from bayeskern import blr, gp
+
+        r = self.numeric(params)
+        if r.kind == "gp":
+            return gp.posterior(r.kernel, r.X, r.y, r.sigma, Xnew=Xnew, include_noise=include_noise)
+        return blr.posterior(r.features, r.X, r.y, r.sigma, r.prior_cov, Xnew=Xnew, include_noise=include_noise)
