@@ -64,7 +64,7 @@ class GaussianLogp(Op):
         outputs[1][0] = d_C
         outputs[2][0] = d_t
 
-    def infer_shape(self, fgraph, node, shapes):
+    def infer_shape(self, node, shapes):
         return [(), shapes[0], shapes[1]]
 
     def pullback(self, inputs, outputs, cotangents):

@@ -65,8 +65,8 @@ class EmpiricalBayesResult:
     """The best optimum of the marginal likelihood (plus log prior, with `include_prior`) over the restarts.
 
     `params`: name → value on the natural scale. `log_marginal_likelihood`: log p(t | θ̂).
-    `objective`: what was maximised (the LML, or LML + log prior). `converged`: the optimiser stopped
-    normally with |∇| ≤ GRAD_TOL on every parameter not at a bound. `grad_norm`: max |∇objective| in
+    `objective`: what was maximised (the LML, or LML + log prior). `converged`: |∇| ≤ GRAD_TOL at the
+    optimum on every parameter not at a bound. `grad_norm`: max |∇objective| in
     unconstrained space. `at_bound`: name → whether it ran to the edge of its support.
     `n_evaluations`: value-and-gradient evaluations over all restarts. `jitter`: added to the diagonal
     of C when factorising at the optimum (0.0 normally). `optima`: the distinct optima, best first.
@@ -244,7 +244,8 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
 
     def converged(res) -> bool:
         free = ~(objective.transformed & (np.abs(res.x) >= AT_BOUND_Z))
-        return bool(res.success and np.max(np.abs(res.jac[free]), initial=0.0) <= GRAD_TOL)
+        return bool(np.max(np.abs(res.jac[free]), initial=0.0) <= GRAD_TOL)  # not res.success: L-BFGS-B
+        # reports a failed line search when it reaches the round-off floor of the objective
 
     optima: list[tuple] = []  # (run, starts)
     for res in runs:
