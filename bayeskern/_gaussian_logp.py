@@ -1,86 +1,162 @@
-"""log N(t | 0, C) as one PyTensor Op whose gradient is the seeds' ½(ααᵀ − C⁻¹), α = C⁻¹t."""
+"""log N(t | 0, C) as one PyTensor Op whose gradient is the seeds' ½(ααᵀ − C⁻¹), α = C⁻¹t, compiled by Numba.
+
+The work is one Cholesky factorisation (LAPACK potrf), one solve (potrs) and the inverse from the
+factor (potri) — about three factorisations, against about seven for differentiating the Cholesky
+factorisation symbolically. The kernel below is Numba code calling LAPACK directly, so PyTensor's
+Numba backend (PyMC's default, and nutpie's) runs it without the GIL and caches it on disk; Python
+(`perform`) calls the same compiled kernel.
+"""
 
 import numba
 import numpy as np
 import pytensor.tensor as pt
+from numba.core import types
+from numba.core.extending import get_cython_function_address
 from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from scipy.linalg import lapack
+from pytensor.link.numba.cache import _call_cached_ptr
+from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.linalg._LAPACK import int_ptr_to_val, val_to_int_ptr
 
-from bayeskern._linalg import LOG_2PI
+from bayeskern._linalg import JITTER_STEPS, LOG_2PI
 
-__all__ = ["gaussian_logp"]
+__all__ = ["GaussianLogp", "gaussian_logp"]
+
+_i32p, _f64p = types.CPointer(types.int32), types.CPointer(types.float64)
+_JITTER_STEPS = np.asarray(JITTER_STEPS, dtype=np.float64)
 
 
-def logp_and_gradients(C: np.ndarray, t: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """log N(t | 0, C) and its gradients with respect to C and t, or (−inf, 0, 0) if C is not PD.
+def _lapack(name: str, argtypes: tuple):
+    """A Numba-callable LAPACK routine d{name} from SciPy's cython_lapack, cacheable on disk."""
 
-    One Cholesky factorisation (LAPACK potrf), one solve (potrs) and the inverse from the factor
-    (potri): about three factorisations' worth of work, against about seven for differentiating the
-    Cholesky factorisation symbolically.
+    @numba_basic.numba_njit
+    def pointer():
+        with numba.objmode(ptr=types.intp):
+            ptr = get_cython_function_address("scipy.linalg.cython_lapack", f"d{name}")
+        return ptr
+
+    function_type = types.FunctionType(types.void(*argtypes))
+    unique = f"bayeskern.lapack.d{name}"
+
+    @numba_basic.numba_njit
+    def call(*args):
+        fn = _call_cached_ptr(get_ptr_func=pointer, func_type_ref=function_type, unique_func_name_lit=unique)
+        fn(*args)
+
+    return call
+
+
+# UPLO, N, A, LDA, INFO
+_potrf = _lapack("potrf", (_i32p, _i32p, _f64p, _i32p, _i32p))
+_potri = _lapack("potri", (_i32p, _i32p, _f64p, _i32p, _i32p))
+# UPLO, N, NRHS, A, LDA, B, LDB, INFO
+_potrs = _lapack("potrs", (_i32p, _i32p, _i32p, _f64p, _i32p, _f64p, _i32p, _i32p))
+
+
+@numba_basic.numba_njit(final_function=True, fastmath=False)  # callable from Python too; exact arithmetic
+def _logp_and_gradients(C, t, use_jitter):
+    """log N(t | 0, C), ∂/∂C, ∂/∂t and the jitter added to C's diagonal.
+
+    A C that is not numerically positive definite gives (−inf, 0, 0, 0) — the sampler or optimiser
+    must step back — unless `use_jitter`, when the steps of `JITTER_STEPS` (relative to the mean
+    diagonal) are tried in turn and the one used is returned.
     """
-    L, info = lapack.dpotrf(C.T, lower=1, clean=0, overwrite_a=0)  # C symmetric: Cᵀ is C in Fortran order
-    if info != 0 or not np.all(np.isfinite(L)):
-        # not numerically positive definite: the density is zero here, and the sampler or
-        # optimiser must step back (no silent jitter inside a model's log-probability)
-        return -np.inf, np.zeros_like(C), np.zeros_like(t)
-    alpha, _ = lapack.dpotrs(L, t, lower=1)  # α = C⁻¹t
+    n = C.shape[0]
+    scale = 0.0
+    for i in range(n):
+        scale += C[i, i] / n
+    if not (np.isfinite(scale) and scale > 0.0):
+        scale = 1.0
+    uplo, N, info = val_to_int_ptr(np.int32(ord("L"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
+    n_tries = 1 + (_JITTER_STEPS.shape[0] if use_jitter else 0)
+    jitter, ok = 0.0, False
+    # LAPACK reads the C-order copy A as Aᵀ = C (symmetric); its lower triangle F[i, j], i ≥ j, is
+    # A[j, i]: every result below is read from A's upper triangle
+    A = np.empty((n, n))
+    for attempt in range(n_tries):
+        jitter = 0.0 if attempt == 0 else _JITTER_STEPS[attempt - 1] * scale
+        A[:, :] = C
+        for i in range(n):
+            A[i, i] += jitter
+        _potrf(uplo, N, A.ctypes, N, info)  # C + jitter·I = L Lᵀ, Lᵢⱼ in A[j, i]
+        ok = int_ptr_to_val(info) == 0
+        for i in range(n):
+            ok = ok and np.isfinite(A[i, i]) and A[i, i] > 0.0
+        if ok:
+            break
+    if not ok:
+        return -np.inf, np.zeros((n, n)), np.zeros(n), 0.0
+    log_det_half = 0.0
+    for i in range(n):
+        log_det_half += np.log(A[i, i])  # Σ log Lᵢᵢ = ½ log|C|
+    alpha = t.copy()
+    _potrs(uplo, N, val_to_int_ptr(np.int32(1)), A.ctypes, N, alpha.ctypes, N, info)  # α = C⁻¹t
+    _potri(uplo, N, A.ctypes, N, info)  # C⁻¹ from its factor, one triangle
     # log p(t) = −½ tᵀα − Σ log Lᵢᵢ − n/2 log 2π   (R&W 2.30)
-    logp = -0.5 * t @ alpha - np.sum(np.log(np.diag(L))) - 0.5 * len(t) * LOG_2PI
-    C_inv, _ = lapack.dpotri(L, lower=1, overwrite_c=1)  # C⁻¹ from its factor, lower triangle only
-    # ∂ log p / ∂C = ½ (ααᵀ − C⁻¹), so ∂ log p/∂θ = ½ tr((ααᵀ − C⁻¹) ∂C/∂θ)   (R&W 5.9)
-    return float(logp), _half_outer_minus_symmetric(alpha, C_inv), -alpha  # ∂ log p / ∂t = −C⁻¹t
-
-
-@numba.njit(cache=True)
-def _half_outer_minus_symmetric(alpha, lower):
-    """½ (ααᵀ − A) for a symmetric A of which only the lower triangle is stored, in one pass."""
-    n = alpha.shape[0]
-    out = np.empty((n, n))
-    for j in range(n):
-        for i in range(j, n):
-            v = 0.5 * (alpha[i] * alpha[j] - lower[i, j])
-            out[i, j] = v
-            out[j, i] = v
-    return out
+    logp = -0.5 * np.dot(t, alpha) - log_det_half - 0.5 * n * LOG_2PI
+    # ∂ log p / ∂C = ½ (ααᵀ − C⁻¹)   (R&W 5.9); (C⁻¹)ᵢⱼ is in A[i, j] for j ≥ i
+    d_C = np.empty((n, n))
+    for i in range(n):
+        for j in range(i, n):
+            v = 0.5 * (alpha[i] * alpha[j] - A[i, j])
+            d_C[i, j] = v
+            d_C[j, i] = v
+    return logp, d_C, -alpha, jitter  # ∂ log p / ∂t = −C⁻¹t
 
 
 class GaussianLogp(Op):
-    """Outputs log N(t | 0, C), ∂/∂C and ∂/∂t; the pullback reuses the last two, so one factorisation serves both."""
+    """Outputs log N(t | 0, C), ∂/∂C, ∂/∂t and the jitter used; the pullback reuses the gradients.
 
-    __props__ = ()
+    `jitter=False` (in models): −inf where C is not numerically positive definite.
+    `jitter=True` (for `bayeskern.fit.empirical_bayes`): escalating jitter instead, reported.
+    """
+
+    __props__ = ("jitter",)
+
+    def __init__(self, jitter: bool = False):
+        self.jitter = bool(jitter)
 
     def make_node(self, C, t):
         C = pt.as_tensor_variable(C, dtype="float64")
         t = pt.as_tensor_variable(t, dtype="float64")
         if C.ndim != 2 or t.ndim != 1:
             raise ValueError(f"gaussian_logp needs C (n, n) and t (n,), got ndim {C.ndim} and {t.ndim}")
-        return Apply(self, [C, t], [pt.scalar(dtype="float64"), C.type(), t.type()])
+        scalar = pt.scalar(dtype="float64")
+        return Apply(self, [C, t], [scalar, C.type(), t.type(), scalar.type()])
 
     def perform(self, node, inputs, outputs):
-        logp, d_C, d_t = logp_and_gradients(np.asarray(inputs[0], dtype=np.float64), np.asarray(inputs[1], dtype=np.float64))
-        outputs[0][0] = np.asarray(logp)
-        outputs[1][0] = d_C
-        outputs[2][0] = d_t
+        C = np.ascontiguousarray(inputs[0], dtype=np.float64)
+        t = np.ascontiguousarray(inputs[1], dtype=np.float64)
+        for out, value in zip(outputs, _logp_and_gradients(C, t, self.jitter), strict=True):
+            out[0] = np.asarray(value)
 
     def infer_shape(self, node, shapes):
-        return [(), shapes[0], shapes[1]]
+        return [(), shapes[0], shapes[1], ()]
 
     def pullback(self, inputs, outputs, cotangents):
         if any(not isinstance(g.type, DisconnectedType) for g in cotangents[1:]):
-            raise NotImplementedError("second derivatives of gaussian_logp are not implemented")
-        _, d_C, d_t = outputs  # computed by the forward pass
+            raise NotImplementedError("only log N(t | 0, C) itself is differentiable, not its gradient outputs")
+        _, d_C, d_t, _ = outputs  # computed by the forward pass
         g = cotangents[0]
         return [g * d_C, g * d_t]
 
 
-_GAUSSIAN_LOGP = GaussianLogp()
+@numba_basic.register_funcify_default_op_cache_key(GaussianLogp)
+def _funcify_gaussian_logp(op, node, **kwargs):
+    use_jitter = op.jitter
+
+    @numba_basic.numba_njit
+    def gaussian_logp(C, t):
+        logp, d_C, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(C), np.ascontiguousarray(t), use_jitter)
+        return np.asarray(logp), d_C, d_t, np.asarray(jitter)
+
+    return gaussian_logp, 3  # bump when _logp_and_gradients changes: PyTensor caches the compiled code on disk
+
+
+_GAUSSIAN_LOGP = GaussianLogp(jitter=False)
 
 
 def gaussian_logp(C, t):
     """Symbolic log N(t | 0, C) for a symmetric positive definite C (−inf where it is not)."""
     return _GAUSSIAN_LOGP(C, t)[0]
-
-
-from bayeskern import _gaussian_logp_numba  # noqa: E402, F401  (registers the Numba implementation)

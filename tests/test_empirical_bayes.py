@@ -235,14 +235,18 @@ def test_near_duplicate_inputs_converge():
     assert result.log_marginal_likelihood >= sk.log_marginal_likelihood_value_ - 1e-3
 
 
-def test_noise_free_data_put_sigma_at_its_bound_and_say_so():
-    X = np.linspace(0, 1, 12)[:, None]
-    y = np.sin(2 * np.pi * X[:, 0])  # no noise: the likelihood keeps rising as σ → 0
+def test_noise_free_data_put_sigma_at_its_bound_and_the_jitter_is_reported():
+    X = np.linspace(0, 1, 40)[:, None]
+    y = np.sin(2 * np.pi * X[:, 0])  # no noise: the likelihood keeps rising as σ → 0 until C is singular
     with pytest.warns(FitWarning) as record:
         result = empirical_bayes(_rbf_model(X, y), restarts=1)
-    assert result.at_bound["s"] and not result.at_bound["ls"]
-    assert any("edge of their support: s" in str(w.message) for w in record)
-    assert result.params["s"] < 1e-5
+    messages = " | ".join(str(w.message) for w in record)
+    assert result.at_bound["s"] and not result.at_bound["ls"] and result.params["s"] < 1e-6
+    assert "edge of their support: s" in messages
+    # σ² alone no longer keeps C positive definite: the jitter used is reported, and is one of the steps
+    assert result.jitter > 0 and "jitter" in messages
+    mean_diag = result.params["amp"] + result.params["s"] ** 2
+    assert any(np.isclose(result.jitter, step * mean_diag, rtol=1e-9) for step in bk._linalg.JITTER_STEPS)
 
 
 def test_an_unsuitable_model_gets_a_clear_error():

@@ -11,7 +11,10 @@ import pytensor.tensor as pt
 import scipy.optimize
 from pymc.initial_point import make_initial_point_fn
 from pymc.pytensorf import join_nonshared_inputs
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors
 
+from bayeskern._gaussian_logp import GaussianLogp
 from bayeskern._marginal import find_marginal
 from bayeskern._validation import check_integer
 from bayeskern.fit.plug_in import PlugIn
@@ -94,6 +97,17 @@ class EmpiricalBayesResult:
         return self.plug_in.posterior(self.params, Xnew=Xnew, include_noise=include_noise)
 
 
+def _with_jitter(logp):
+    """The graph with the marginal Gaussian's Op swapped for its escalating-jitter twin, and the jitter it used."""
+    nodes = [v.owner for v in ancestors([logp]) if v.owner is not None and isinstance(v.owner.op, GaussianLogp)]
+    if len(nodes) != 1:
+        return logp, pt.constant(0.0)
+    node = nodes[0]
+    twin = GaussianLogp(jitter=True)(*node.inputs)
+    (logp,) = graph_replace([logp], dict(zip(node.outputs, twin, strict=True)), strict=False)
+    return logp, twin[3]
+
+
 class _Objective:
     """Value and gradient of a log density over the flat unconstrained vector z, compiled once."""
 
@@ -102,12 +116,12 @@ class _Objective:
         self.point = model.initial_point()
         self.value_vars = model.value_vars
         terms = [obs] + (list(model.free_RVs) if include_prior else [])
-        logp = model.logp(vars=terms, jacobian=False)
+        logp, jitter = _with_jitter(model.logp(vars=terms, jacobian=False))
         grad = pt.concatenate([pt.grad(logp, v).ravel() for v in self.value_vars])
         natural = [pt.as_tensor_variable(v).ravel() for v in model.replace_rvs_by_values(model.free_RVs)]
         natural = pt.concatenate(natural) if natural else pt.zeros(0)
-        [logp, grad, natural], z = join_nonshared_inputs(self.point, [logp, grad, natural], self.value_vars)
-        self._value_and_grad = pytensor.function([z], [logp, grad])
+        [logp, grad, jitter, natural], z = join_nonshared_inputs(self.point, [logp, grad, jitter, natural], self.value_vars)
+        self._value_and_grad = pytensor.function([z], [logp, grad, jitter])
         jac = pytensor.gradient.jacobian(natural, z)
         self._natural = pytensor.function([z], [natural, jac], mode="FAST_COMPILE")
         self.sizes = [int(np.size(self.point[v.name])) for v in self.value_vars]
@@ -121,7 +135,7 @@ class _Objective:
 
     def __call__(self, z):
         self.n_evaluations += 1
-        f, g = self._value_and_grad(z)
+        f, g, self.last_jitter = self._value_and_grad(z)
         return float(f), np.asarray(g, dtype=np.float64)
 
     def params(self, z) -> dict:
@@ -260,8 +274,11 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
     laplace = _laplace(objective, z, owners)
     objective.n_evaluations = n_eval_before_laplace
     params = objective.params(z)
-    with warnings.catch_warnings(record=True) as jitter_warnings:
-        warnings.simplefilter("always")
+    objective(z)
+    jitter = float(objective.last_jitter)  # what the factorisation at the optimum needed
+    objective.n_evaluations -= 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the same jitter, reported once below
         fitted = plug_in.posterior(params, Xnew=record.X[:1])
 
     def lml(res) -> float:
@@ -276,20 +293,25 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
         grad_norm=float(np.max(np.abs(best.jac), initial=0.0)),
         at_bound=at_bound,
         n_evaluations=objective.n_evaluations,
-        jitter=float(getattr(fitted, "jitter", 0.0)),
+        jitter=jitter,
         optima=tuple(Optimum(objective.params(r.x), float(-r.fun), float(lml(r)), converged(r), c) for r, c in optima),
         laplace=laplace,
         seconds=time.perf_counter() - started,
         compile_seconds=compile_seconds,
         plug_in=plug_in,
     )
-    _warn(result, jitter_warnings)
+    _warn(result)
     return result
 
 
-def _warn(result: EmpiricalBayesResult, jitter_warnings) -> None:
-    for w in jitter_warnings:
-        warnings.warn(f"at the optimum: {w.message}", FitWarning, stacklevel=3)
+def _warn(result: EmpiricalBayesResult) -> None:
+    if result.jitter > 0:
+        warnings.warn(
+            f"at the optimum K + sigma^2 I is not numerically positive definite: jitter {result.jitter:.3g} was "
+            "added to its diagonal (the noise is too small for the kernel's resolution of these inputs)",
+            FitWarning,
+            stacklevel=3,
+        )
     if not result.converged:
         warnings.warn(
             f"empirical_bayes did not converge: max |gradient| {result.grad_norm:.3g} (tolerance {GRAD_TOL:g}); "
