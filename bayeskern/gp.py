@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 import scipy.linalg
 
@@ -36,7 +37,11 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, **kwargs):
     X = as_inputs(X, "X")
     y = as_targets(y, X.shape[0], "y")
     kernel, sigma = _check_kernel(kernel), check_sigma(sigma, allow_zero=False)
-    C = kernel.full(X) + pt.square(sigma) * pt.eye(X.shape[0])  # C = K + σ²I   (PRML 6.62)
+    # the data enter as shared variables, not constants: the compiled graph (cached on disk by
+    # PyTensor) is then the same for every data set of this shape of model
+    X_data = pytensor.shared(X, name=f"{name}_X", shape=(None, X.shape[1]))
+    y_data = pytensor.shared(y, name=f"{name}_y", shape=(None,))
+    C = kernel.full(X_data) + pt.square(sigma) * pt.eye(X_data.shape[0])  # C = K + σ²I   (PRML 6.62)
 
     def generate(C, size):
         return pm.MvNormal.dist(mu=0.0, cov=C)
@@ -44,7 +49,7 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, **kwargs):
     def logp(value, C):
         return gaussian_logp(C, value)
 
-    obs = pm.CustomDist(name, C, dist=generate, logp=logp, signature="(n,n)->(n)", observed=y, **kwargs)
+    obs = pm.CustomDist(name, C, dist=generate, logp=logp, signature="(n,n)->(n)", observed=y_data, **kwargs)
     obs.tag.bayeskern = MarginalGaussian("gp", X, y, sigma, kernel=kernel)
     return obs
 
