@@ -1,6 +1,7 @@
 """Gaussian processes: the marginal likelihood in a PyMC model, prior samples, and the exact posterior."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pymc as pm
@@ -9,7 +10,7 @@ import pytensor.tensor as pt
 import scipy.linalg
 
 from bayeskern._gaussian_logp import gaussian_logp
-from bayeskern._linalg import LOG_2PI, cho_solve, cholesky, solve_lower
+from bayeskern._linalg import LOG_2PI, cho_solve, cholesky, loo_gaussian, solve_lower
 from bayeskern._marginal import MarginalGaussian
 from bayeskern._results import Posterior
 from bayeskern._validation import as_inputs, as_targets, check_integer, check_sigma, is_symbolic, same_columns
@@ -79,10 +80,19 @@ class GPPosterior(Posterior):
     `include_noise` (then it is the predictive covariance of new observations t, not of f).
     `var`: its diagonal, never negative. `jitter`: what was added to C's diagonal (0.0 if nothing).
     `alpha`: α = C⁻¹t, the dual weights of the mean m(x) = Σᵢ αᵢ k(xᵢ, x).
+    `loo_log_predictive`: log p(tᵢ | t₋ᵢ) for each training point, the exact leave-one-out predictive
+    density at these hyperparameters (R&W 5.10–5.12), computed on first use (one O(n³) inverse).
+    What it is not: a refit — the hyperparameters stay as given, even if they were fitted to all of t.
     """
 
     jitter: float
     alpha: np.ndarray
+    chol: np.ndarray = field(repr=False)  # L with C (+ jitter) = L Lᵀ
+    targets: np.ndarray = field(repr=False)  # t
+
+    @cached_property
+    def loo_log_predictive(self) -> np.ndarray:
+        return loo_gaussian(self.chol, self.targets)[2]
 
 
 def _duplicate_rows(X: np.ndarray) -> tuple[int, int] | None:
@@ -131,4 +141,4 @@ def posterior(kernel: Kernel, X, y, sigma, Xnew=None, include_noise: bool = Fals
     cov[np.diag_indices_from(cov)] = var
     # log p(t) = −½ tᵀC⁻¹t − ½ log|C| − n/2 log 2π, with log|C| = 2 Σ log Lᵢᵢ
     lml = -0.5 * t @ alpha - np.sum(np.log(np.diag(L))) - 0.5 * len(X) * LOG_2PI
-    return GPPosterior(mean, cov, var, float(lml), bool(include_noise), Xnew, jitter, alpha)
+    return GPPosterior(mean, cov, var, float(lml), bool(include_noise), Xnew, jitter, alpha, L, t)

@@ -1,16 +1,26 @@
-"""Fitting hyperparameters: empirical Bayes (type-II maximum likelihood) and Bishop's evidence approximation."""
+"""Fitting hyperparameters: empirical Bayes (type-II maximum likelihood), the evidence approximation, MCMC."""
 
+from bayeskern.fit.compare import EBvsMCMC, compare_eb_mcmc
+from bayeskern.fit.diagnostics import Diagnostics, diagnose
 from bayeskern.fit.empirical_bayes import EmpiricalBayesResult, FitWarning, Laplace, Optimum, empirical_bayes
 from bayeskern.fit.evidence import EvidenceResult, evidence_approximation
+from bayeskern.fit.mcmc import mcmc
 from bayeskern.fit.plug_in import PlugIn
+from bayeskern.fit.predictive import predictive_bands
 
 __all__ = [
+    "Diagnostics",
+    "EBvsMCMC",
     "EmpiricalBayesResult",
     "EvidenceResult",
     "FitWarning",
     "Laplace",
     "Optimum",
     "PlugIn",
+    "compare_eb_mcmc",
+    "diagnose",
     "empirical_bayes",
     "evidence_approximation",
+    "mcmc",
+    "predictive_bands",
 ]

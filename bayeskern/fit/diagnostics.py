@@ -1,0 +1,91 @@
+"""MCMC diagnostics from ArviZ with a verdict: R-hat, bulk/tail ESS, divergences, tree depth, E-BFMI."""
+
+import warnings
+from dataclasses import dataclass
+
+import arviz as az
+import numpy as np
+import xarray as xr
+
+from bayeskern.fit.empirical_bayes import FitWarning
+
+__all__ = ["Diagnostics", "diagnose"]
+
+RHAT_MAX = 1.01  # Vehtari et al. (2021)
+ESS_MIN = 400  # per parameter, bulk and tail (Vehtari et al. 2021: 100 per chain for 4 chains)
+EBFMI_MIN = 0.3  # Betancourt (2016): below this the momentum resampling explores energy poorly
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """The numbers and the verdict.
+
+    `table`: per parameter (and element) `rhat`, `ess_bulk`, `ess_tail` (an xarray Dataset).
+    `divergences`: post-warm-up divergent transitions; `max_depth_hits`: transitions that hit the
+    maximum tree depth; `ebfmi`: E-BFMI per chain. `passed`: R-hat ≤ rhat_max, ESS ≥ ess_min for every
+    parameter, no divergences, E-BFMI ≥ ebfmi_min on every chain. `problems`: one sentence per
+    failure, naming what failed.
+    """
+
+    table: xr.Dataset
+    divergences: int
+    max_depth_hits: int
+    ebfmi: np.ndarray
+    passed: bool
+    problems: tuple
+    thresholds: dict
+
+    def __str__(self) -> str:
+        return "diagnostics passed" if self.passed else "diagnostics failed: " + "; ".join(self.problems)
+
+
+def _stat(stats: xr.Dataset, *names):
+    for name in names:
+        if name in stats:
+            return stats[name]
+    return None
+
+
+def diagnose(dt: xr.DataTree, rhat_max: float = RHAT_MAX, ess_min: float = ESS_MIN, ebfmi_min: float = EBFMI_MIN, warn: bool = True) -> Diagnostics:
+    """Diagnose an MCMC DataTree (from `bayeskern.fit.mcmc` or `pm.sample`); warn (FitWarning) naming failures."""
+    if "posterior" not in dt.children or "sample_stats" not in dt.children:
+        raise ValueError("dt must be an MCMC DataTree with posterior and sample_stats groups")
+    rhat = az.rhat(dt)
+    ess_bulk = az.ess(dt, method="bulk")
+    ess_tail = az.ess(dt, method="tail")
+    as_ds = lambda v: v.to_dataset() if isinstance(v, xr.DataTree) else v  # noqa: E731
+    rhat, ess_bulk, ess_tail = as_ds(rhat), as_ds(ess_bulk), as_ds(ess_tail)
+    table = xr.Dataset(
+        {f"{name}__{kind}": src[name] for name in rhat.data_vars for kind, src in (("rhat", rhat), ("ess_bulk", ess_bulk), ("ess_tail", ess_tail))}
+    )
+    stats = dt["sample_stats"].to_dataset()
+    diverging = _stat(stats, "diverging")
+    divergences = int(diverging.sum()) if diverging is not None else 0
+    depth_hit = _stat(stats, "reached_max_treedepth", "maxdepth_reached")
+    max_depth_hits = int(depth_hit.sum()) if depth_hit is not None else 0
+    ebfmi = np.atleast_1d(np.asarray(as_ds(az.bfmi(dt)).to_array().values, dtype=float)).ravel() if "energy" in stats else np.array([])
+
+    problems = []
+    for name in rhat.data_vars:
+        worst_rhat = float(np.max(rhat[name].values))
+        if not worst_rhat <= rhat_max:
+            problems.append(f"R-hat of {name} is {worst_rhat:.3f} > {rhat_max}")
+        for kind, src in (("bulk", ess_bulk), ("tail", ess_tail)):
+            worst = float(np.min(src[name].values))
+            if not worst >= ess_min:
+                problems.append(f"{kind} ESS of {name} is {worst:.0f} < {ess_min}")
+    if divergences:
+        n = stats.sizes["chain"] * stats.sizes["draw"]
+        problems.append(f"{divergences} divergent transitions out of {n}: the posterior geometry is hard here; reparametrise or raise target_accept")
+    if max_depth_hits:
+        problems.append(f"{max_depth_hits} transitions hit the maximum tree depth")
+    low = [i for i, v in enumerate(ebfmi) if v < ebfmi_min]
+    if low:
+        problems.append(f"E-BFMI below {ebfmi_min} on chain(s) {', '.join(map(str, low))} ({', '.join(f'{ebfmi[i]:.2f}' for i in low)})")
+    result = Diagnostics(
+        table, divergences, max_depth_hits, ebfmi, not problems, tuple(problems),
+        {"rhat_max": rhat_max, "ess_min": ess_min, "ebfmi_min": ebfmi_min},
+    )
+    if warn and problems:
+        warnings.warn(str(result), FitWarning, stacklevel=2)
+    return result
