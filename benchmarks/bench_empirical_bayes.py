@@ -34,11 +34,12 @@ def data(n, d, seed=0):
 
 
 def bayeskern_model(X, y):
+    """The first start is scikit-learn's: amp = 1, ℓ = 1, σ² = 0.1 (its initial kernel below)."""
     d = X.shape[1]
     with pm.Model() as model:
-        amp = pm.HalfNormal("amp", np.float64(2.0))
-        ls = pm.HalfNormal("ls", np.float64(3.0), shape=d if d > 1 else ())
-        s = pm.HalfNormal("s", np.float64(1.0))
+        amp = pm.HalfNormal("amp", np.float64(2.0), initval=1.0)
+        ls = pm.HalfNormal("ls", np.float64(3.0), shape=d if d > 1 else (), initval=np.ones(d) if d > 1 else 1.0)
+        s = pm.HalfNormal("s", np.float64(1.0), initval=np.sqrt(0.1))
         bk.gp.marginal_likelihood("y", X, y, amp * bk.kernels.RBF(ls), s)
     return model
 

@@ -24,7 +24,7 @@ __all__ = ["EmpiricalBayesResult", "FitWarning", "Laplace", "Optimum", "empirica
 #: an unconstrained coordinate beyond this is "at the edge of the support": for a log-transformed
 #: parameter the value is below e^-15 ≈ 3e-7 or above e^15 ≈ 3e6 (times its unit)
 AT_BOUND_Z = 15.0
-#: the optimiser's box in unconstrained space, which only keeps exp() finite
+#: starts drawn from the priors are clipped to this box in unconstrained space
 Z_LIMIT = 40.0
 #: the largest |gradient| (in unconstrained space, over parameters not at a bound) called converged
 GRAD_TOL = 1e-3
@@ -174,7 +174,8 @@ def _starts(model, objective: _Objective, restarts: int, seed) -> list[np.ndarra
 
 
 def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
-    bounds = [(-Z_LIMIT, Z_LIMIT) if t else (None, None) for t in objective.transformed]
+    # no bounds: with every coordinate boxed, L-BFGS-B's first trial step is the full gradient step
+    # (not 1/|g|), which on ARD problems throws length scales to the box edge and stops there
 
     def negative(z):
         f, g = objective(z)
@@ -183,7 +184,7 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
         return -f, -g
 
     return scipy.optimize.minimize(
-        negative, z0, jac=True, method="L-BFGS-B", bounds=bounds,
+        negative, z0, jac=True, method="L-BFGS-B",
         options={"maxiter": maxiter, "maxfun": 4 * maxiter, "ftol": 1e-13, "gtol": 1e-7},
     )
 

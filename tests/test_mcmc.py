@@ -1,0 +1,214 @@
+"""MCMC: exact LOO densities, LOO model comparison, reproducible draws, diagnostics, predictive coverage, EB vs MCMC."""
+
+import warnings
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+import scipy.stats
+import xarray as xr
+
+import bayeskern as bk
+import reference as ref
+from bayeskern import kernels as K
+from bayeskern.fit import FitWarning
+
+f64 = np.float64  # PyTensor would make a Python float 2.0 a float32 constant
+
+
+def _brute_force_loo(kernel, X, y, sigma):
+    """log p(tᵢ | t₋ᵢ) by refitting on n − 1 points, from the numpy reference posterior."""
+    out = []
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        Kx = kernel(X[keep], X[keep])
+        mean, cov, _ = ref.gp_posterior(Kx, kernel(X[keep], X[i : i + 1]), kernel(X[i : i + 1], X[i : i + 1]), y[keep], sigma)
+        out.append(scipy.stats.norm(mean[0], np.sqrt(cov[0, 0] + sigma**2)).logpdf(y[i]))
+    return np.array(out)
+
+
+@pytest.mark.parametrize(
+    "kernel, kref",
+    [
+        (K.RBF(0.3), lambda A, B: ref.rbf(A, B, 0.3)),
+        (K.PRML(1.0, 16.0, 0.5, 0.3), lambda A, B: ref.prml(A, B, 1.0, 16.0, 0.5, 0.3)),
+        (0.8 * K.Matern32(0.4) + K.Periodic(0.5, 1.0), lambda A, B: 0.8 * ref.matern(A, B, 1.5, 0.4) + ref.periodic(A, B, 0.5, 1.0)),
+    ],
+    ids=["rbf", "prml", "matern32+periodic"],
+)
+def test_closed_form_loo_equals_refits_on_n_minus_one_points(kernel, kref):
+    X, y = bk.datasets.sinusoid(14, 0.2, 3)
+    post = bk.gp.posterior(kernel, X, y, sigma=0.2)
+    # R&W 5.12 against 14 refits: the same numbers by different O(n³) routes; 1e-9 relative
+    np.testing.assert_allclose(post.loo_log_predictive, _brute_force_loo(kref, X, y, 0.2), rtol=1e-9)
+
+
+def _rbf_model(X, y):
+    with pm.Model() as model:
+        amp = pm.HalfNormal("amp", f64(2.0))
+        ls = pm.Gamma("ls", f64(2.0), f64(8.0))
+        s = pm.HalfNormal("s", f64(1.0))
+        bk.gp.marginal_likelihood("y", X, y, amp * K.RBF(ls), s)
+    return model
+
+
+@pytest.fixture(scope="module")
+def sinusoid_run():
+    X, y = bk.datasets.sinusoid(25, 0.2, 0)
+    Xnew = np.linspace(0, 1, 9)[:, None]
+    dt = bk.fit.mcmc(_rbf_model(X, y), draws=300, tune=300, chains=2, seed=1, Xnew=Xnew, thin=3)
+    return X, y, Xnew, dt
+
+
+def test_log_likelihood_is_the_exact_loo_density_at_each_draw(sinusoid_run):
+    X, y, _, dt = sinusoid_run
+    post, ll = dt["posterior"].to_dataset(), dt["log_likelihood"].to_dataset()["y"]
+    assert ll.dims == ("chain", "draw", "y_dim_0") and ll.shape == (2, 300, 25)
+    for c, d in [(0, 0), (1, 137)]:
+        amp, ls, s = (float(post[n].values[c, d]) for n in ("amp", "ls", "s"))
+        expected = _brute_force_loo(lambda A, B: amp * ref.rbf(A, B, ls), X, y, s)
+        np.testing.assert_allclose(ll.values[c, d], expected, rtol=1e-9)
+    groups = set(dt.children)
+    assert {"posterior", "sample_stats", "observed_data", "log_likelihood", "posterior_predictive"} <= groups
+    assert set(post.data_vars) == {"amp", "ls", "s"}
+
+
+def test_identical_seeds_give_identical_draws():
+    X, y = bk.datasets.sinusoid(15, 0.2, 1)
+    first = {}
+    for sampler in ("nutpie", "pymc"):
+        runs = [bk.fit.mcmc(_rbf_model(X, y), draws=40, tune=40, chains=2, seed=7, sampler=sampler) for _ in range(2)]
+        a, b = (r["posterior"].to_dataset() for r in runs)
+        for name in ("amp", "ls", "s"):
+            np.testing.assert_array_equal(a[name].values, b[name].values)
+        np.testing.assert_array_equal(runs[0]["log_likelihood"]["y"].values, runs[1]["log_likelihood"]["y"].values)
+        first[sampler] = a
+    other = bk.fit.mcmc(_rbf_model(X, y), draws=40, tune=40, chains=2, seed=8)  # nutpie, another seed
+    assert not np.array_equal(other["posterior"]["ls"].values, first["nutpie"]["ls"].values)
+
+
+def test_loo_compare_prefers_the_kernel_the_data_came_from():
+    # data from a periodic GP (period 0.25) over four periods; the rival is a plain RBF
+    rng = np.random.default_rng(11)
+    X = np.sort(rng.uniform(0, 1, 40))[:, None]
+    f = bk.gp.prior_samples(K.Periodic(0.25, 0.8), X, 1, seed=11)[0]
+    y = f + 0.1 * rng.standard_normal(40)
+
+    def model(kernel_of):
+        with pm.Model() as m:
+            amp = pm.HalfNormal("amp", f64(2.0))
+            ls = pm.Gamma("ls", f64(2.0), f64(4.0))
+            s = pm.HalfNormal("s", f64(0.5))
+            bk.gp.marginal_likelihood("y", X, y, amp * kernel_of(ls), s)
+        return m
+
+    runs = {
+        "periodic": bk.fit.mcmc(model(lambda ls: K.Periodic(0.25, ls)), draws=300, tune=300, chains=2, seed=3),
+        "rbf": bk.fit.mcmc(model(lambda ls: K.RBF(ls)), draws=300, tune=300, chains=2, seed=3),
+    }
+    table = az.compare(runs)
+    assert table.index[0] == "periodic"
+    assert az.loo(runs["periodic"]).elpd > az.loo(runs["rbf"]).elpd + 2 * table.loc["rbf", "dse"]
+
+
+def test_diagnostics_agree_with_arviz_and_name_what_failed(sinusoid_run):
+    dt = sinusoid_run[3]
+    d = bk.fit.diagnose(dt, warn=False)
+    rhat = az.rhat(dt)
+    np.testing.assert_allclose(d.table["ls__rhat"].values, np.asarray(rhat["ls"].values), rtol=1e-12)
+    np.testing.assert_allclose(d.table["s__ess_bulk"].values, np.asarray(az.ess(dt, method="bulk")["s"].values), rtol=1e-12)
+    assert d.divergences == int(dt["sample_stats"]["diverging"].sum())
+
+    # chains stuck in different places: R-hat far above 1.01, named in the verdict
+    rng = np.random.default_rng(0)
+    draws = np.stack([rng.normal(0, 1, 500), rng.normal(3, 1, 500)])
+    fake = xr.DataTree.from_dict({
+        "posterior": xr.Dataset({"theta": (("chain", "draw"), draws)}),
+        "sample_stats": xr.Dataset({
+            "diverging": (("chain", "draw"), np.zeros((2, 500), bool)),
+            "energy": (("chain", "draw"), rng.normal(size=(2, 500)).cumsum(1)),
+        }),
+    })
+    with pytest.warns(FitWarning, match="R-hat of theta"):
+        bad = bk.fit.diagnose(fake)
+    assert not bad.passed and any("R-hat of theta" in p for p in bad.problems)
+    assert any("E-BFMI below 0.3" in p for p in bad.problems)  # a random walk in energy: very low E-BFMI
+
+
+def test_a_bad_parametrisation_gets_its_divergences_reported():
+    # five points and wide, heavy-tailed priors on amplitude and noise: the posterior has a funnel
+    # (amp → 0 with s free) that NUTS with a high step size cannot follow
+    X, y = bk.datasets.sinusoid(5, 0.1, 2)
+    with pm.Model() as model:
+        amp = pm.HalfCauchy("amp", f64(5.0))
+        ls = pm.HalfCauchy("ls", f64(5.0))
+        s = pm.HalfCauchy("s", f64(5.0))
+        bk.gp.marginal_likelihood("y", X, y, amp * K.RBF(ls), s)
+    dt = bk.fit.mcmc(model, draws=300, tune=100, chains=2, seed=5, sampler="pymc", target_accept=0.6)
+    with pytest.warns(FitWarning, match="divergent transitions"):
+        d = bk.fit.diagnose(dt)
+    assert d.divergences > 0 and not d.passed
+
+
+def test_predictive_bands_cover_the_truth_at_about_the_nominal_rate():
+    """Five data sets drawn from the model's own prior; 95 % bands for f and for new y at 12 points each."""
+    Xnew = np.linspace(0.02, 0.98, 12)[:, None]
+    covered_f, covered_y, total = 0, 0, 0
+    for rep in range(5):
+        rng = np.random.default_rng(100 + rep)
+        X = np.sort(rng.uniform(0, 1, 20))[:, None]
+        allX = np.vstack([X, Xnew])
+        f = bk.gp.prior_samples(1.0 * K.RBF(0.2), allX, 1, seed=rep)[0]
+        y = f[:20] + 0.2 * rng.standard_normal(20)
+        y_new = f[20:] + 0.2 * rng.standard_normal(12)
+        with pm.Model() as model:
+            amp = pm.LogNormal("amp", 0.0, f64(0.5))
+            ls = pm.LogNormal("ls", np.log(0.2), f64(0.5))
+            s = pm.LogNormal("s", np.log(0.2), f64(0.5))
+            bk.gp.marginal_likelihood("y", X, y, amp * K.RBF(ls), s)
+        dt = bk.fit.mcmc(model, draws=200, tune=200, chains=2, seed=rep, Xnew=Xnew, thin=2)
+        bands = bk.fit.predictive_bands(dt["posterior_predictive"].to_dataset(), prob=0.95)
+        covered_f += int(np.sum((bands.f_lower.values <= f[20:]) & (f[20:] <= bands.f_upper.values)))
+        covered_y += int(np.sum((bands.y_lower.values <= y_new) & (y_new <= bands.y_upper.values)))
+        total += 12
+    # 60 points, but correlated within a data set (about 5 × 3 independent pieces): a binomial(15, 0.95)
+    # falls below 12/15 = 0.8 with probability < 1 %; both bands must reach that
+    assert covered_f / total >= 0.8 and covered_y / total >= 0.8, (covered_f, covered_y, total)
+    assert covered_f / total <= 1.0
+
+
+def test_eb_and_mcmc_side_by_side(sinusoid_run):
+    X, y, Xnew, dt = sinusoid_run
+    eb = bk.fit.empirical_bayes(_rbf_model(X, y), restarts=2, seed=0)
+    cmp = bk.fit.compare_eb_mcmc(eb, dt, prob=0.94)
+    post = dt["posterior"].to_dataset()
+    for name in ("amp", "ls", "s"):
+        row = cmp.params[name]
+        assert row["eb"] == eb.params[name] and row["eb_sd"] == eb.laplace.sd[name]
+        np.testing.assert_allclose(row["mean"], post[name].values.mean(), rtol=1e-12)
+        np.testing.assert_allclose(row["z"], (row["eb"] - row["mean"]) / row["sd"], rtol=1e-12)
+    assert cmp.params["s"]["eb_in_interval"]  # the noise level is well determined by 25 points
+    np.testing.assert_allclose(cmp.elpd_loo_eb, np.sum(eb.posterior().loo_log_predictive), rtol=1e-12)
+    np.testing.assert_allclose(cmp.elpd_loo_mcmc, az.loo(dt).elpd, rtol=1e-12)
+    # the law-of-total-variance sd of f against the spread of the f samples (Monte Carlo, 200 draws)
+    pp = dt["posterior_predictive"].to_dataset()
+    mix_sd = np.sqrt(pp.f_var.mean(("chain", "draw_thinned")) + pp.f_mean.var(("chain", "draw_thinned"))).values
+    sample_sd = pp.f.std(("chain", "draw_thinned")).values
+    np.testing.assert_allclose(sample_sd, mix_sd, rtol=0.2)  # sd of a sd estimate from 200 draws ≈ 5 %
+    assert cmp.max_mean_gap_sd is not None and 0 <= cmp.max_mean_gap_sd < 1.0
+    assert 0 < cmp.sd_ratio[0] <= cmp.sd_ratio[1] <= cmp.sd_ratio[2]
+
+
+def test_bad_arguments_are_named():
+    X, y = bk.datasets.sinusoid(10, 0.2, 0)
+    with pytest.raises(ValueError, match="sampler must be one of nutpie, pymc"):
+        bk.fit.mcmc(_rbf_model(X, y), sampler="metropolis")
+    with pytest.raises(ValueError, match="draws must be"):
+        bk.fit.mcmc(_rbf_model(X, y), draws=0)
+    with pytest.raises(ValueError, match="Xnew has 2 column"):
+        bk.fit.mcmc(_rbf_model(X, y), Xnew=np.zeros((3, 2)))
+    with pm.Model() as plain:
+        pm.Normal("y", pm.Normal("m"), 1.0, observed=y)
+    with pytest.raises(ValueError, match="marginal Gaussian likelihood"):
+        bk.fit.mcmc(plain)
