@@ -7,11 +7,25 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor import wrap_py
 from pytensor.tensor.variable import TensorConstant
+from scipy.special import gammaln
 
 from bayeskern._compile import compiled
 from bayeskern._validation import as_inputs, check_integer, check_number
 
-__all__ = ["FeatureMap", "Fourier", "GaussianBasis", "Polynomial", "SigmoidBasis", "design_matrix", "design_tensor", "n_features"]
+__all__ = [
+    "FeatureMap",
+    "Fourier",
+    "GaussianBasis",
+    "MercerFeatures",
+    "Polynomial",
+    "PolynomialKernelFeatures",
+    "PowerSet",
+    "RandomFourier",
+    "SigmoidBasis",
+    "design_matrix",
+    "design_tensor",
+    "n_features",
+]
 
 
 class FeatureMap:
@@ -160,6 +174,126 @@ class Fourier(FeatureMap):
 
     def _repr_args(self):
         return {"order": self.order, "period": self.period}
+
+
+# -- feature maps of kernels: from k(x, x′) back to φ(x)ᵀφ(x′) ----------------------------------------
+class PolynomialKernelFeatures(FeatureMap):
+    """The explicit features of the polynomial kernel: φ(x)ᵀφ(z) = (xᵀz + c)^M exactly.
+
+    With v = (√c, x₁, …, x_d), (vᵀw)^M = Σ_|a|=M (M; a) Πⱼ vⱼ^aⱼ wⱼ^aⱼ (the multinomial theorem), so
+    φ_a(x) = √((M; a)) Πⱼ vⱼ^aⱼ over the multi-indices a with |a| = M. For c = 0 and M = 2, d = 2:
+    (x₁², √2·x₁x₂, x₂²), the seeds' example.
+    """
+
+    def __init__(self, degree: int, c: float = 0.0):
+        self.degree = check_integer(degree, "degree", 1)
+        self.c = float(check_number(c, "c", nonnegative=True))
+
+    def exponents(self, d: int) -> np.ndarray:
+        """Multi-indices a over (constant, x₁, …, x_d) with |a| = M (a₀ = 0 only when c = 0)."""
+        rows = [np.bincount(np.asarray(combo, dtype=int), minlength=d + 1) for combo in combinations_with_replacement(range(d + 1), self.degree)]
+        E = np.asarray(rows, dtype=np.float64)
+        return E[E[:, 0] == 0] if self.c == 0.0 else E
+
+    def n_features(self, d: int) -> int:
+        return len(self.exponents(d))
+
+    def symbolic(self, X):
+        E = self.exponents(X.type.shape[1])
+        # (M; a) = M! / Πⱼ aⱼ!
+        coefficient = np.exp(gammaln(self.degree + 1) - np.sum(gammaln(E + 1), axis=1))
+        V = pt.concatenate([pt.fill(X[:, :1], np.sqrt(self.c)), X], axis=1)  # v = (√c, x)
+        return np.sqrt(coefficient)[None, :] * pt.prod(V[:, None, :] ** E[None, :, :], axis=2)
+
+    def _repr_args(self):
+        return {"degree": self.degree, "c": self.c}
+
+
+class RandomFourier(FeatureMap):
+    """Random Fourier features of the RBF kernel: φ(x) = √(2/D) cos(Wᵀx + b) (Rahimi & Recht 2007).
+
+    W (d, D) ~ N(0, ℓ⁻²), b ~ U(0, 2π): E[φ(x)ᵀφ(x′)] = exp(−‖x − x′‖²/(2ℓ²)), with an error that
+    shrinks like 1/√D. `n_features`: D. `lengthscale`: ℓ (scalar, or one per column). `seed`: fixes W, b.
+    """
+
+    def __init__(self, n_features: int, lengthscale=1.0, seed=0):
+        self.D = check_integer(n_features, "n_features", 1)
+        self.lengthscale = check_number(lengthscale, "lengthscale", positive=True)
+        self.seed = seed
+
+    def weights(self, d: int) -> tuple[np.ndarray, np.ndarray]:
+        """W (d, D) and b (D,), the same for the same seed and d."""
+        rng = np.random.default_rng(self.seed)
+        W = rng.standard_normal((d, self.D)) / np.broadcast_to(np.asarray(self.lengthscale, float), (d,))[:, None]
+        return W, rng.uniform(0.0, 2 * np.pi, self.D)
+
+    def n_features(self, d: int) -> int:
+        return self.D
+
+    def _check_input_dim(self, d: int) -> None:
+        if np.ndim(self.lengthscale) == 1 and len(self.lengthscale) != d:
+            raise ValueError(f"lengthscale has {len(self.lengthscale)} entries but X has {d} column(s)")
+
+    def symbolic(self, X):
+        W, b = self.weights(X.type.shape[1])
+        return np.sqrt(2.0 / self.D) * pt.cos(pt.dot(X, W) + b[None, :])
+
+    def _repr_args(self):
+        return {"n_features": self.D, "lengthscale": self.lengthscale, "seed": self.seed}
+
+
+class MercerFeatures(FeatureMap):
+    """Eigen-features of a kernel on basis points: Φ = U√Λ on X_basis, K(X_basis, X_basis) = UΛUᵀ (seed 001).
+
+    At new points the Nyström extension φ(x) = Λ^(−½) Uᵀ k(X_basis, x), which equals U√Λ on the basis
+    points, so ΦΦᵀ reproduces the Gram matrix there. `n_components`: keep the largest (all above the
+    round-off floor n·ε·λmax by default). `kernel`: a kernel with numeric hyperparameters.
+    """
+
+    def __init__(self, kernel, X_basis, n_components: int | None = None):
+        self.kernel = kernel
+        self.X_basis = as_inputs(X_basis, "X_basis")
+        lam, U = np.linalg.eigh(kernel.evaluate(self.X_basis))
+        lam, U = lam[::-1], U[:, ::-1]  # largest first
+        if lam[-1] < -100 * len(lam) * np.finfo(float).eps * max(lam[0], 1e-300):
+            raise ValueError(f"kernel is not positive semi-definite on X_basis: smallest eigenvalue {lam[-1]:.3g}")
+        keep = lam > len(lam) * np.finfo(float).eps * max(lam[0], 1e-300)
+        if n_components is not None:
+            keep &= np.arange(len(lam)) < check_integer(n_components, "n_components", 1)
+        self.eigenvalues, self.eigenvectors = lam[keep], U[:, keep]
+
+    def n_features(self, d: int) -> int:
+        return len(self.eigenvalues)
+
+    def _check_input_dim(self, d: int) -> None:
+        if d != self.X_basis.shape[1]:
+            raise ValueError(f"X_basis has {self.X_basis.shape[1]} column(s) but X has {d}")
+
+    def symbolic(self, X):
+        projection = self.eigenvectors / np.sqrt(self.eigenvalues)[None, :]  # U Λ^(−½)
+        return pt.dot(self.kernel.full(X, self.X_basis), projection)  # φ(x) = Λ^(−½) Uᵀ k(X_basis, x)
+
+    def _repr_args(self):
+        return {"n_basis": len(self.X_basis), "n_components": len(self.eigenvalues)}
+
+
+class PowerSet(FeatureMap):
+    """φ_A(x) = Π_{j∈A} xⱼ over all 2^d subsets A of the columns: for binary x, 1 if A ⊆ x.
+
+    Then φ(x)ᵀφ(x′) counts the subsets of x ∩ x′: 2^|x∩x′|, the set kernel (seed 003). d ≤ 16.
+    """
+
+    def n_features(self, d: int) -> int:
+        return 2**d
+
+    def _check_input_dim(self, d: int) -> None:
+        if d > 16:
+            raise ValueError(f"PowerSet has 2^d features; d = {d} is too many (at most 16)")
+
+    def symbolic(self, X):
+        d = X.type.shape[1]
+        E = np.array([[(mask >> j) & 1 for j in range(d)] for mask in range(2**d)], dtype=np.float64)
+        return pt.prod(X[:, None, :] ** E[None, :, :], axis=2)  # Πⱼ xⱼ^[j ∈ A], with 0⁰ = 1
 
 
 def n_features(phi, d: int) -> int | None:

@@ -28,8 +28,9 @@ AT_BOUND_Z = 15.0
 Z_LIMIT = 40.0
 #: the largest |gradient| (in unconstrained space, over parameters not at a bound) called converged
 GRAD_TOL = 1e-3
-#: two optima are one if their objectives differ by less than this and their coordinates by less than Z_SAME
-LML_SAME, Z_SAME = 1e-4, 1e-2
+#: two optima are one if their objectives differ by less than this (flat directions, such as an ARD
+#: length scale running off to infinity, leave the coordinates themselves undetermined)
+LML_SAME = 1e-4
 
 
 class FitWarning(UserWarning):
@@ -250,6 +251,11 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
         res = _maximise(objective, z0, maxiter)
         if np.isfinite(res.fun) and res.fun < 1e299:
             runs.append(res)
+    if not runs:
+        raise ValueError(
+            "every start ended where K + sigma^2 I cannot be factorised, even with jitter: check the kernel "
+            "(is it positive semi-definite?) and the priors' supports"
+        )
     runs.sort(key=lambda r: r.fun)
     best = runs[0]
     z = best.x
@@ -265,7 +271,7 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
     optima: list[tuple] = []  # (run, starts)
     for res in runs:
         for k, (other, count) in enumerate(optima):
-            if abs(res.fun - other.fun) < LML_SAME and np.max(np.abs(res.x - other.x)) < Z_SAME:
+            if abs(res.fun - other.fun) < LML_SAME:
                 optima[k] = (other, count + 1)
                 break
         else:

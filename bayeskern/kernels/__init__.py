@@ -2,6 +2,7 @@
 
 from bayeskern.kernels.base import Kernel, Product, Scaled, Sum
 from bayeskern.kernels.constant import Constant, White
+from bayeskern.kernels.discrete import SetIntersection
 from bayeskern.kernels.dot_product import Linear, Polynomial
 from bayeskern.kernels.feature import FeatureKernel
 from bayeskern.kernels.prml import PRML
@@ -23,6 +24,7 @@ __all__ = [
     "Product",
     "RatQuad",
     "Scaled",
+    "SetIntersection",
     "Sum",
     "White",
 ]

@@ -1,0 +1,82 @@
+"""How well finite feature maps reproduce a kernel: Gram-matrix errors, and random Fourier features against D."""
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from bayeskern import blr, gp
+from bayeskern._validation import as_inputs, as_targets, check_integer
+from bayeskern.features import RandomFourier, design_matrix
+from bayeskern.kernels import RBF, Kernel
+
+__all__ = ["FeatureError", "RFFConvergence", "feature_error", "rff_convergence"]
+
+
+@dataclass(frozen=True)
+class FeatureError:
+    """ΦΦᵀ against K on X: `max_abs_error`, `rel_frobenius_error` = ‖ΦΦᵀ − K‖_F / ‖K‖_F, `M` features."""
+
+    max_abs_error: float
+    rel_frobenius_error: float
+    M: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def feature_error(phi, kernel: Kernel, X) -> FeatureError:
+    """How far φ(x)ᵀφ(x′) is from k(x, x′) on the points X."""
+    X = as_inputs(X, "X")
+    if not isinstance(kernel, Kernel):
+        raise ValueError(f"kernel must be a bayeskern.kernels kernel, got {type(kernel).__name__}")
+    Phi = design_matrix(phi, X)
+    K = kernel.evaluate(X)
+    E = Phi @ Phi.T - K
+    return FeatureError(float(np.max(np.abs(E))), float(np.linalg.norm(E) / np.linalg.norm(K)), Phi.shape[1])
+
+
+@dataclass(frozen=True)
+class RFFConvergence:
+    """Random Fourier features against their number D, averaged over `seeds`.
+
+    `kernel_error[i]`: mean over seeds of max |ΦΦᵀ − K| on X for D = `n_features[i]`. `mean_error[i]`: of
+    max |m_RFF − m_GP| over Xnew, the BLR-with-RFF predictive mean against the exact GP's.
+    `kernel_slope`, `mean_slope`: least-squares slopes of log error against log D (−½ expected).
+    """
+
+    n_features: np.ndarray
+    kernel_error: np.ndarray
+    mean_error: np.ndarray
+    kernel_slope: float
+    mean_slope: float
+
+    def to_dict(self) -> dict:
+        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+
+
+def rff_convergence(X, y, sigma: float, Xnew, lengthscale: float = 1.0, n_features=(50, 200, 800, 3200), seeds=range(5)) -> RFFConvergence:
+    """Fit the GP with the RBF kernel exactly, and by BLR on D random Fourier features, for each D."""
+    X = as_inputs(X, "X")
+    y = as_targets(y, X.shape[0], "y")
+    Xnew = as_inputs(Xnew, "Xnew")
+    Ds = np.asarray([check_integer(int(D), "n_features", 1) for D in n_features])
+    seeds = list(seeds)
+    if len(Ds) < 2 or not seeds:
+        raise ValueError("need at least two feature counts and one seed")
+    exact_kernel = RBF(lengthscale)
+    K = exact_kernel.evaluate(X)
+    exact_mean = gp.posterior(exact_kernel, X, y, sigma=sigma, Xnew=Xnew).mean
+    kernel_error, mean_error = [], []
+    for D in Ds:
+        k_err, m_err = [], []
+        for seed in seeds:
+            phi = RandomFourier(int(D), lengthscale, seed=seed)
+            Phi = design_matrix(phi, X)
+            k_err.append(np.max(np.abs(Phi @ Phi.T - K)))
+            approx = blr.posterior(phi, X, y, sigma=sigma, prior_cov=1.0, Xnew=Xnew).mean  # w ~ N(0, I)
+            m_err.append(np.max(np.abs(approx - exact_mean)))
+        kernel_error.append(np.mean(k_err))
+        mean_error.append(np.mean(m_err))
+    kernel_error, mean_error = np.asarray(kernel_error), np.asarray(mean_error)
+    slope = lambda e: float(np.polyfit(np.log(Ds), np.log(e), 1)[0])  # noqa: E731
+    return RFFConvergence(Ds, kernel_error, mean_error, slope(kernel_error), slope(mean_error))

@@ -1,0 +1,148 @@
+"""Checks: the kernel trick (property tests, a mismatched pair), ridge duality, sampling level, features of kernels."""
+
+import numpy as np
+import pymc as pm
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bayeskern as bk
+import reference as ref
+from bayeskern import features as F
+from bayeskern import kernels as K
+
+f64 = np.float64
+
+
+def _random_spd(rng, M):
+    A = rng.standard_normal((M, M))
+    return A @ A.T / M + 0.1 * np.eye(M)  # non-diagonal, condition number ≲ 1e2
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), M=st.integers(1, 6), n=st.integers(3, 25), log_sigma=st.floats(-2.5, 0.5))
+def test_weight_and_function_space_agree_on_random_problems(seed, M, n, log_sigma):
+    """Random feature maps (random linear maps of x followed by tanh), random SPD Σ, random σ."""
+    rng = np.random.default_rng(seed)
+    A, b = rng.standard_normal((2, M)), rng.standard_normal(M)
+
+    def phi(X):
+        return np.tanh(X @ A + b)
+
+    X, Xnew = rng.uniform(-2, 2, (n, 2)), rng.uniform(-2, 2, (7, 2))
+    y = rng.standard_normal(n)
+    result = bk.checks.kernel_trick(phi, _random_spd(rng, M), X, y, sigma=np.exp(log_sigma), Xnew=Xnew)
+    # the issue's bar: 1e-8 relative on mean, covariance and log marginal likelihood
+    assert result.passed and result.rtol == 1e-8, result.rel_diff
+    assert set(result.rel_diff) == {"mean", "cov", "log_marginal_likelihood"}
+    assert result.M == M and result.N == n
+    assert result.expected_cheaper == ("weight_space" if M < n else "function_space")
+
+
+def test_a_mismatched_kernel_is_reported_as_failing():
+    X, y = bk.datasets.sinusoid(20, 0.2, 0)
+    phi = F.Polynomial(3)
+    good = bk.checks.kernel_trick(phi, 2.0, X, y, sigma=0.2, kernel=K.FeatureKernel(phi, 2.0))
+    bad = bk.checks.kernel_trick(phi, 2.0, X, y, sigma=0.2, kernel=K.FeatureKernel(phi, 2.1))  # Σ off by 5 %
+    assert good.passed and not bad.passed
+    assert bad.rel_diff["log_marginal_likelihood"] > 1e-4
+    assert set(bad.to_dict()) >= {"passed", "max_abs_diff", "rel_diff", "seconds", "cheaper"}
+
+
+def test_primal_and_dual_ridge_agree_and_equal_the_gp_mean():
+    X, y = bk.datasets.sinusoid(30, 0.2, 1)
+    Xnew = np.linspace(-0.1, 1.1, 13)[:, None]
+    phi = F.GaussianBasis(np.linspace(0, 1, 9), 0.15, bias=True)
+    result = bk.checks.ridge_duality(phi, X, y, lam=0.05, Xnew=Xnew)
+    assert result.passed, result.rel_diff
+    # and against numpy written from the two formulas
+    Phi, Phi_new = ref.gaussian_features(X, np.linspace(0, 1, 9)[:, None], 0.15), ref.gaussian_features(Xnew, np.linspace(0, 1, 9)[:, None], 0.15)
+    Phi, Phi_new = np.hstack([np.ones((30, 1)), Phi]), np.hstack([np.ones((13, 1)), Phi_new])
+    w = np.linalg.solve(Phi.T @ Phi + 0.05 * np.eye(10), Phi.T @ y)
+    np.testing.assert_allclose(result.primal, Phi_new @ w, rtol=1e-9, atol=1e-12)
+    a = np.linalg.solve(Phi @ Phi.T + 0.05 * np.eye(30), y)
+    np.testing.assert_allclose(result.dual, Phi_new @ Phi.T @ a, rtol=1e-9, atol=1e-12)
+
+
+def _twin_models(X, y, phi, scale_prior_blr, scale_prior_gp):
+    with pm.Model() as blr_model:
+        scale = pm.HalfNormal("scale", f64(scale_prior_blr))
+        sigma = pm.HalfNormal("sigma", f64(0.5))
+        bk.blr.likelihood("y", X, y, phi, prior_cov=scale, sigma=sigma, collapsed=True)
+    with pm.Model() as gp_model:
+        scale = pm.HalfNormal("scale", f64(scale_prior_gp))
+        sigma = pm.HalfNormal("sigma", f64(0.5))
+        bk.gp.marginal_likelihood("y", X, y, K.FeatureKernel(phi, scale), sigma)
+    return blr_model, gp_model
+
+
+def test_sampling_level_agreement_and_a_prior_mismatch_caught():
+    X, y = bk.datasets.sinusoid(12, 0.3, 2)
+    phi = F.Polynomial(3)
+    Xnew = np.linspace(0, 1, 5)[:, None]
+    settings_ = dict(draws=400, tune=300, chains=2, seed=4)
+    same = bk.checks.kernel_trick_mcmc(*_twin_models(X, y, phi, 2.0, 2.0), shared=("scale", "sigma"), Xnew=Xnew, **settings_)
+    assert same.passed, same
+    differ = bk.checks.kernel_trick_mcmc(*_twin_models(X, y, phi, 2.0, 0.05), shared=("scale", "sigma"), **settings_)
+    assert not differ.passed and differ.z["scale"] > differ.z_max
+
+
+def test_explicit_polynomial_features_reproduce_the_polynomial_kernel():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((9, 2))
+    seeds_example = F.PolynomialKernelFeatures(2, c=0.0)
+    Phi = seeds_example(X)
+    expected = np.stack([X[:, 0] ** 2, np.sqrt(2) * X[:, 0] * X[:, 1], X[:, 1] ** 2], axis=1)  # (x₁², √2x₁x₂, x₂²)
+    np.testing.assert_allclose(Phi, expected, rtol=1e-13)
+    for degree, c, d in [(2, 0.0, 2), (3, 1.0, 2), (4, 0.5, 3)]:
+        Xd = rng.standard_normal((8, d))
+        err = bk.checks.feature_error(F.PolynomialKernelFeatures(degree, c), K.Polynomial(degree, c=c), Xd)
+        assert err.max_abs_error < 1e-10 * max(1.0, np.abs(ref.polynomial(Xd, Xd, degree, c)).max()), err
+
+
+def test_mercer_eigen_features_reproduce_the_gram_matrix():
+    X = np.linspace(0, 1, 15)[:, None]
+    kernel = K.PRML(1.0, 16.0, 0.5, 0.3)
+    phi = F.MercerFeatures(kernel, X)
+    err = bk.checks.feature_error(phi, kernel, X)
+    assert err.rel_frobenius_error < 1e-10
+    lam, U = np.linalg.eigh(ref.prml(X, X, 1.0, 16.0, 0.5, 0.3))
+    # eigenvalues are accurate to about n·ε·λmax in absolute terms (Weyl), ≈ 5e-14 here
+    kept = np.sort(lam[lam > 15 * np.finfo(float).eps * lam[-1]])
+    np.testing.assert_allclose(np.sort(phi.eigenvalues), kept, rtol=1e-9, atol=15 * np.finfo(float).eps * lam[-1])
+    top = F.MercerFeatures(kernel, X, n_components=3)  # a rank-3 truncation: the error is the 4th eigenvalue on
+    assert bk.checks.feature_error(top, kernel, X).max_abs_error < 2 * np.sort(lam)[::-1][3] + 1e-12
+
+
+def test_random_fourier_features_converge_at_about_one_over_root_d():
+    X, y = bk.datasets.sinusoid(30, 0.2, 5)
+    result = bk.checks.rff_convergence(X, y, 0.2, np.linspace(0, 1, 11)[:, None], lengthscale=0.3,
+                                       n_features=(100, 400, 1600, 6400), seeds=range(4))
+    # Monte Carlo error of a kernel estimate ∝ D^(−½): the fitted slope within ±0.15 of −½
+    assert abs(result.kernel_slope + 0.5) < 0.15, result.to_dict()
+    assert abs(result.mean_slope + 0.5) < 0.2, result.to_dict()
+    assert result.kernel_error[-1] < result.kernel_error[0] / 4
+
+
+def test_set_kernel_equals_power_set_features():
+    rng = np.random.default_rng(6)
+    X = (rng.uniform(size=(12, 5)) < 0.5).astype(float)
+    Kx = K.SetIntersection().evaluate(X)
+    counts = X @ X.T  # |x ∩ x′|
+    np.testing.assert_array_equal(Kx, 2.0**counts)
+    Phi = F.PowerSet()(X)
+    assert Phi.shape == (12, 32)
+    np.testing.assert_array_equal(Phi @ Phi.T, Kx)  # integers: exact
+    assert bk.checks.feature_error(F.PowerSet(), K.SetIntersection(), X).max_abs_error == 0.0
+
+
+def test_checks_reject_bad_input():
+    X, y = bk.datasets.sinusoid(10, 0.2, 0)
+    with pytest.raises(ValueError, match="kernel must be a bayeskern.kernels kernel"):
+        bk.checks.kernel_trick(F.Polynomial(2), 1.0, X, y, 0.1, kernel="rbf")
+    with pytest.raises(ValueError, match="lam must be positive"):
+        bk.checks.ridge_duality(F.Polynomial(2), X, y, lam=0.0)
+    with pytest.raises(ValueError, match="X contains NaN"):
+        bk.checks.kernel_trick(F.Polynomial(2), 1.0, np.full((3, 1), np.nan), [1, 2, 3], 0.1)
+    with pytest.raises(ValueError, match="need at least two feature counts"):
+        bk.checks.rff_convergence(X, y, 0.1, X, n_features=(10,))
