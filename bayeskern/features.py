@@ -29,10 +29,25 @@ __all__ = [
 
 
 class FeatureMap:
-    """Base: `phi(X)` gives Φ (n, M) as numpy; `phi.symbolic(X)` gives the PyTensor graph."""
+    """Base: `phi(X)` gives Φ (n, M) as numpy; `phi.symbolic(X)` gives the PyTensor graph.
+
+    A feature map implements `_symbolic(X, p)`, where `p` maps the names of its numeric `parameters()`
+    (centers, widths, random weights …) to tensors, and `_config()`, the settings that change the graph
+    (a degree, a flag). Numbers are fed to the compiled graph, so maps that differ only in their
+    numbers share one compiled function, as kernels do.
+    """
+
+    def parameters(self) -> dict:
+        return {}
+
+    def _config(self) -> Hashable:
+        return ()
+
+    def _symbolic(self, X, p: dict):
+        raise NotImplementedError
 
     def symbolic(self, X):
-        raise NotImplementedError
+        return self._symbolic(X, {k: pt.as_tensor_variable(v) for k, v in self.parameters().items()})
 
     def n_features(self, d: int) -> int:
         raise NotImplementedError
@@ -40,22 +55,39 @@ class FeatureMap:
     def _check_input_dim(self, d: int) -> None:
         """Raise a ValueError if this map cannot take inputs with d columns."""
 
+    def signature(self) -> Hashable:
+        """What the compiled graph depends on: the type, the settings, the parameters' trailing shapes."""
+        shapes = tuple((k, np.shape(v)[1:], np.ndim(v)) for k, v in self.parameters().items())
+        return (type(self).__qualname__, self._config(), shapes)
+
+    def placeholders(self) -> dict:
+        """One symbolic input per numeric parameter (leading length free), for compiled graphs."""
+        return {k: pt.tensor(k, shape=(None,) + np.shape(v)[1:] if np.ndim(v) else (), dtype="float64") for k, v in self.parameters().items()}
+
     def __call__(self, X) -> np.ndarray:
         X = as_inputs(X, "X")
         d = X.shape[1]
         self._check_input_dim(d)
+        params = self.parameters()
 
         def build():
             Xt = pt.tensor("X", shape=(None, d), dtype="float64")
-            return [Xt], self.symbolic(Xt)
+            slots = self.placeholders()
+            return [Xt, *slots.values()], self._symbolic(Xt, slots)
 
-        return np.asarray(compiled(("features", self, d), build)(X))
+        return np.asarray(compiled(("features", self.signature(), d), build)(X, *params.values()))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._repr_args().items())})"
 
     def _repr_args(self) -> dict:
         return {}
+
+
+def _rbf(lengthscale):
+    from bayeskern.kernels.stationary import RBF  # kernels import features, not the other way round
+
+    return RBF(lengthscale)
 
 
 def _with_bias(Phi, bias: bool):
@@ -87,7 +119,10 @@ class Polynomial(FeatureMap):
     def n_features(self, d: int) -> int:
         return len(self.exponents(d))
 
-    def symbolic(self, X):
+    def _config(self):
+        return self.degree
+
+    def _symbolic(self, X, p):
         E = self.exponents(X.type.shape[1])
         return pt.prod(X[:, None, :] ** E[None, :, :], axis=2)  # Φ[n, j] = Πₖ x_nk^E_jk
 
@@ -105,9 +140,6 @@ class GaussianBasis(FeatureMap):
         self.centers = as_inputs(centers, "centers")
         self.width = check_number(width, "width", positive=True)
         self.bias = bool(bias)
-        from bayeskern.kernels.stationary import RBF  # kernels import features, not the other way round
-
-        self._kernel = RBF(self.width)
 
     def n_features(self, d: int) -> int:
         return len(self.centers) + self.bias
@@ -115,10 +147,17 @@ class GaussianBasis(FeatureMap):
     def _check_input_dim(self, d: int) -> None:
         if self.centers.shape[1] != d:
             raise ValueError(f"centers have {self.centers.shape[1]} column(s) but X has {d}")
-        self._kernel._check_input_dim(d)
+        _rbf(self.width)._check_input_dim(d)
 
-    def symbolic(self, X):
-        return _with_bias(self._kernel.full(X, self.centers), self.bias)
+    def parameters(self):
+        return {"centers": self.centers, "width": np.asarray(self.width, dtype=np.float64)}
+
+    def _config(self):
+        return self.bias
+
+    def _symbolic(self, X, p):
+        # φⱼ(x) = k(x, μⱼ) with the RBF kernel of length scale s
+        return _with_bias(_rbf(p["width"]).full(X, p["centers"]), self.bias)
 
     def _repr_args(self):
         return {"n_centers": len(self.centers), "width": float(np.max(self.width)), "bias": self.bias}
@@ -143,8 +182,14 @@ class SigmoidBasis(FeatureMap):
     def _check_input_dim(self, d: int) -> None:
         _one_column(d, "SigmoidBasis")
 
-    def symbolic(self, X):
-        return _with_bias(pt.sigmoid((X - self.centers.T) / self.width), self.bias)
+    def parameters(self):
+        return {"centers": self.centers[:, 0], "width": np.asarray(self.width)}
+
+    def _config(self):
+        return self.bias
+
+    def _symbolic(self, X, p):
+        return _with_bias(pt.sigmoid((X - p["centers"][None, :]) / p["width"]), self.bias)
 
     def _repr_args(self):
         return {"n_centers": len(self.centers), "width": self.width, "bias": self.bias}
@@ -166,9 +211,15 @@ class Fourier(FeatureMap):
     def _check_input_dim(self, d: int) -> None:
         _one_column(d, "Fourier")
 
-    def symbolic(self, X):
+    def parameters(self):
+        return {"period": np.asarray(self.period)}
+
+    def _config(self):
+        return self.order
+
+    def _symbolic(self, X, p):
         k = np.arange(1, self.order + 1, dtype=np.float64)
-        angle = 2 * np.pi * X * k[None, :] / self.period  # 2πkx/P, (n, K)
+        angle = 2 * np.pi * X * k[None, :] / p["period"]  # 2πkx/P, (n, K)
         pairs = pt.stack([pt.cos(angle), pt.sin(angle)], axis=2).reshape((X.shape[0], 2 * self.order))
         return _with_bias(pairs, True)
 
@@ -198,11 +249,17 @@ class PolynomialKernelFeatures(FeatureMap):
     def n_features(self, d: int) -> int:
         return len(self.exponents(d))
 
-    def symbolic(self, X):
+    def parameters(self):
+        return {"c": np.asarray(self.c)}
+
+    def _config(self):
+        return (self.degree, self.c == 0.0)
+
+    def _symbolic(self, X, p):
         E = self.exponents(X.type.shape[1])
         # (M; a) = M! / Πⱼ aⱼ!
         coefficient = np.exp(gammaln(self.degree + 1) - np.sum(gammaln(E + 1), axis=1))
-        V = pt.concatenate([pt.fill(X[:, :1], np.sqrt(self.c)), X], axis=1)  # v = (√c, x)
+        V = pt.concatenate([pt.fill(X[:, :1], pt.sqrt(p["c"])), X], axis=1)  # v = (√c, x)
         return np.sqrt(coefficient)[None, :] * pt.prod(V[:, None, :] ** E[None, :, :], axis=2)
 
     def _repr_args(self):
@@ -213,33 +270,37 @@ class RandomFourier(FeatureMap):
     """Random Fourier features of the RBF kernel: φ(x) = √(2/D) cos(Wᵀx + b) (Rahimi & Recht 2007).
 
     W (d, D) ~ N(0, ℓ⁻²), b ~ U(0, 2π): E[φ(x)ᵀφ(x′)] = exp(−‖x − x′‖²/(2ℓ²)), with an error that
-    shrinks like 1/√D. `n_features`: D. `lengthscale`: ℓ (scalar, or one per column). `seed`: fixes W, b.
+    shrinks like 1/√D. `n_features`: D. `lengthscale`: ℓ (scalar, or one per column). `input_dim`: d.
+    `seed`: fixes W and b.
     """
 
-    def __init__(self, n_features: int, lengthscale=1.0, seed=0):
+    def __init__(self, n_features: int, lengthscale=1.0, input_dim: int = 1, seed=0):
         self.D = check_integer(n_features, "n_features", 1)
+        self.input_dim = check_integer(input_dim, "input_dim", 1)
         self.lengthscale = check_number(lengthscale, "lengthscale", positive=True)
+        if np.ndim(self.lengthscale) == 1 and len(self.lengthscale) != self.input_dim:
+            raise ValueError(f"lengthscale has {len(self.lengthscale)} entries but input_dim is {self.input_dim}")
         self.seed = seed
+        rng = np.random.default_rng(seed)
+        ls = np.broadcast_to(np.asarray(self.lengthscale, dtype=np.float64), (self.input_dim,))
+        self.W = rng.standard_normal((self.input_dim, self.D)) / ls[:, None]  # W ~ N(0, ℓ⁻²)
+        self.b = rng.uniform(0.0, 2 * np.pi, self.D)  # b ~ U(0, 2π)
 
-    def weights(self, d: int) -> tuple[np.ndarray, np.ndarray]:
-        """W (d, D) and b (D,), the same for the same seed and d."""
-        rng = np.random.default_rng(self.seed)
-        W = rng.standard_normal((d, self.D)) / np.broadcast_to(np.asarray(self.lengthscale, float), (d,))[:, None]
-        return W, rng.uniform(0.0, 2 * np.pi, self.D)
+    def parameters(self):
+        return {"W": self.W, "b": self.b}
 
     def n_features(self, d: int) -> int:
         return self.D
 
     def _check_input_dim(self, d: int) -> None:
-        if np.ndim(self.lengthscale) == 1 and len(self.lengthscale) != d:
-            raise ValueError(f"lengthscale has {len(self.lengthscale)} entries but X has {d} column(s)")
+        if d != self.input_dim:
+            raise ValueError(f"RandomFourier was drawn for input_dim={self.input_dim} but X has {d} column(s)")
 
-    def symbolic(self, X):
-        W, b = self.weights(X.type.shape[1])
-        return np.sqrt(2.0 / self.D) * pt.cos(pt.dot(X, W) + b[None, :])
+    def _symbolic(self, X, p):
+        return pt.sqrt(2.0 / p["b"].shape[0]) * pt.cos(pt.dot(X, p["W"]) + p["b"][None, :])
 
     def _repr_args(self):
-        return {"n_features": self.D, "lengthscale": self.lengthscale, "seed": self.seed}
+        return {"n_features": self.D, "lengthscale": self.lengthscale, "input_dim": self.input_dim, "seed": self.seed}
 
 
 class MercerFeatures(FeatureMap):
@@ -269,7 +330,10 @@ class MercerFeatures(FeatureMap):
         if d != self.X_basis.shape[1]:
             raise ValueError(f"X_basis has {self.X_basis.shape[1]} column(s) but X has {d}")
 
-    def symbolic(self, X):
+    def _config(self):
+        return self  # the kernel's numbers are part of the graph: one compiled graph per instance
+
+    def _symbolic(self, X, p):
         projection = self.eigenvectors / np.sqrt(self.eigenvalues)[None, :]  # U Λ^(−½)
         return pt.dot(self.kernel.full(X, self.X_basis), projection)  # φ(x) = Λ^(−½) Uᵀ k(X_basis, x)
 
@@ -290,7 +354,10 @@ class PowerSet(FeatureMap):
         if d > 16:
             raise ValueError(f"PowerSet has 2^d features; d = {d} is too many (at most 16)")
 
-    def symbolic(self, X):
+    def _config(self):
+        return ()
+
+    def _symbolic(self, X, p):
         d = X.type.shape[1]
         E = np.array([[(mask >> j) & 1 for j in range(d)] for mask in range(2**d)], dtype=np.float64)
         return pt.prod(X[:, None, :] ** E[None, :, :], axis=2)  # Πⱼ xⱼ^[j ∈ A], with 0⁰ = 1

@@ -20,23 +20,27 @@ def _random_spd(rng, M):
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), M=st.integers(1, 6), n=st.integers(3, 25), log_sigma=st.floats(-2.5, 0.5))
-def test_weight_and_function_space_agree_on_random_problems(seed, M, n, log_sigma):
-    """Random feature maps (random linear maps of x followed by tanh), random SPD Σ, random σ."""
+@given(seed=st.integers(0, 2**31 - 1), M=st.integers(1, 6), n=st.integers(3, 25), log_sigma=st.floats(-2.5, 0.5), bias=st.booleans())
+def test_weight_and_function_space_agree_on_random_problems(seed, M, n, log_sigma, bias):
+    """Random feature maps (Gaussian bases with random centers and width), random SPD Σ, random σ."""
     rng = np.random.default_rng(seed)
-    A, b = rng.standard_normal((2, M)), rng.standard_normal(M)
-
-    def phi(X):
-        return np.tanh(X @ A + b)
-
+    phi = F.GaussianBasis(rng.uniform(-2, 2, (M, 2)), width=rng.uniform(0.3, 2.0), bias=bias)
     X, Xnew = rng.uniform(-2, 2, (n, 2)), rng.uniform(-2, 2, (7, 2))
     y = rng.standard_normal(n)
-    result = bk.checks.kernel_trick(phi, _random_spd(rng, M), X, y, sigma=np.exp(log_sigma), Xnew=Xnew)
+    result = bk.checks.kernel_trick(phi, _random_spd(rng, M + bias), X, y, sigma=np.exp(log_sigma), Xnew=Xnew)
     # the issue's bar: 1e-8 relative on mean, covariance and log marginal likelihood
     assert result.passed and result.rtol == 1e-8, result.rel_diff
     assert set(result.rel_diff) == {"mean", "cov", "log_marginal_likelihood"}
-    assert result.M == M and result.N == n
-    assert result.expected_cheaper == ("weight_space" if M < n else "function_space")
+    assert result.M == M + bias and result.N == n
+    assert result.expected_cheaper == ("weight_space" if M + bias < n else "function_space")
+
+
+def test_a_plain_callable_feature_map_is_audited_too():
+    rng = np.random.default_rng(0)
+    A, b = rng.standard_normal((1, 4)), rng.standard_normal(4)
+    X, y = bk.datasets.sinusoid(15, 0.2, 0)
+    result = bk.checks.kernel_trick(lambda Z: np.tanh(Z @ A + b), _random_spd(rng, 4), X, y, sigma=0.3)
+    assert result.passed and result.M == 4, result.rel_diff
 
 
 def test_a_mismatched_kernel_is_reported_as_failing():

@@ -70,7 +70,7 @@ def rff_convergence(X, y, sigma: float, Xnew, lengthscale: float = 1.0, n_featur
     for D in Ds:
         k_err, m_err = [], []
         for seed in seeds:
-            phi = RandomFourier(int(D), lengthscale, seed=seed)
+            phi = RandomFourier(int(D), lengthscale, input_dim=X.shape[1], seed=seed)
             Phi = design_matrix(phi, X)
             k_err.append(np.max(np.abs(Phi @ Phi.T - K)))
             approx = blr.posterior(phi, X, y, sigma=sigma, prior_cov=1.0, Xnew=Xnew).mean  # w ~ N(0, I)

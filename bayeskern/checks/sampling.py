@@ -42,7 +42,14 @@ def _thinned(draws: xr.DataArray, ess: float) -> np.ndarray:
 
 
 def _mean_and_mcse(ds: xr.Dataset, name: str) -> tuple[np.ndarray, np.ndarray]:
-    return np.asarray(ds[name].mean(("chain", "draw")).values), np.asarray(az.mcse(ds, var_names=[name], method="mean")[name].values)
+    # ArviZ 1.3 is given a DataTree: handed a bare Dataset holding both "scale" and "sigma", az.mcse
+    # and az.ess silently drop "sigma"
+    tree = xr.DataTree.from_dict({"posterior": ds[[name]]})
+    return np.asarray(ds[name].mean(("chain", "draw")).values), np.asarray(az.mcse(tree, method="mean")[name].values)
+
+
+def _min_ess(ds: xr.Dataset, name: str) -> float:
+    return float(np.min(az.ess(xr.DataTree.from_dict({"posterior": ds[[name]]}))[name].values))
 
 
 def kernel_trick_mcmc(blr_model, gp_model, shared, Xnew=None, z_max: float = 4.0, p_min: float = 1e-3, **mcmc_kwargs) -> SamplingCheckResult:
@@ -61,7 +68,7 @@ def kernel_trick_mcmc(blr_model, gp_model, shared, Xnew=None, z_max: float = 4.0
             raise ValueError(f"{name!r} is not a free variable of both models")
         (m1, e1), (m2, e2) = (_mean_and_mcse(p, name) for p in posteriors)
         z[name] = float(np.max(np.abs(m1 - m2) / np.sqrt(e1**2 + e2**2)))
-        samples = [_thinned(p[name], float(np.min(az.ess(p, var_names=[name])[name].values))) for p in posteriors]
+        samples = [_thinned(p[name], _min_ess(p, name)) for p in posteriors]
         pvalues[name] = float(scipy.stats.ks_2samp(*samples).pvalue)
     predictive_z = None
     if Xnew is not None:

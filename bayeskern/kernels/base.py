@@ -69,8 +69,10 @@ class Kernel:
             yield from child._walk()
 
     def _signature(self) -> Hashable:
-        """What the compiled graph depends on: kernel types, settings and hyperparameter ranks."""
-        ranks = tuple((name, np.ndim(v) if not is_symbolic(v) else v.ndim) for name, v in self.hyperparameters.items())
+        """What the compiled graph depends on: kernel types, settings, hyperparameter ranks and trailing shapes."""
+        ranks = tuple(
+            (name, v.ndim if is_symbolic(v) else (np.ndim(v), np.shape(v)[1:])) for name, v in self.hyperparameters.items()
+        )
         return (type(self).__qualname__, self._config(), ranks, tuple(c._signature() for c in self.children))
 
     def full(self, X, Xs=None):
@@ -130,7 +132,7 @@ class Kernel:
             Xt = pt.tensor("X", shape=(None, d), dtype="float64")
             Xst = pt.tensor("Xs", shape=(None, d), dtype="float64") if Xs is not None else None
             slots = {
-                id(node): {n: pt.tensor(n, shape=(None,) * np.ndim(v), dtype="float64") for n, v in node.hyperparameters.items()}
+                id(node): {n: pt.tensor(n, shape=(None,) + np.shape(v)[1:] if np.ndim(v) else (), dtype="float64") for n, v in node.hyperparameters.items()}
                 for node in nodes
             }
             out = self._build(Xt, Xst, diag, lambda node: slots[id(node)])

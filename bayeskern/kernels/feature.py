@@ -4,7 +4,7 @@ import numpy as np
 import pytensor.tensor as pt
 
 from bayeskern._validation import check_prior_cov, is_symbolic
-from bayeskern.features import design_tensor, n_features
+from bayeskern.features import FeatureMap, design_tensor, n_features
 from bayeskern.kernels.base import Kernel
 
 __all__ = ["FeatureKernel", "prior_cov_product"]
@@ -31,10 +31,18 @@ class FeatureKernel(Kernel):
         if not callable(phi):
             raise ValueError(f"phi must be a feature map or a callable X -> Phi, got {phi!r}")
         self.phi = phi
-        super().__init__(prior_cov=check_prior_cov(prior_cov))
+        # a feature map's numbers (centers, random weights …) ride along as hyperparameters, so the
+        # compiled graph is shared by every map of the same structure
+        own = {f"phi__{k}": v for k, v in phi.parameters().items()} if isinstance(phi, FeatureMap) else {}
+        super().__init__(prior_cov=check_prior_cov(prior_cov), **own)
 
     def _config(self):
-        return self.phi
+        return ("feature map", self.phi._config(), type(self.phi).__qualname__) if isinstance(self.phi, FeatureMap) else self.phi
+
+    def _design(self, X, p):
+        if isinstance(self.phi, FeatureMap):
+            return self.phi._symbolic(X, {k.removeprefix("phi__"): v for k, v in p.items() if k.startswith("phi__")})
+        return design_tensor(self.phi, X)
 
     def _check_input_dim(self, d: int) -> None:
         S, M = self.hyperparameters["prior_cov"], n_features(self.phi, d)
@@ -42,13 +50,13 @@ class FeatureKernel(Kernel):
             raise ValueError(f"prior_cov has {np.shape(S)[0]} rows but phi gives M={M} features")
 
     def _full(self, X, Xs, p):
-        Phi = design_tensor(self.phi, X)
-        Phis = Phi if Xs is None else design_tensor(self.phi, Xs)
+        Phi = self._design(X, p)
+        Phis = Phi if Xs is None else self._design(Xs, p)
         return prior_cov_product(Phi, p["prior_cov"], Phis)
 
     def _diag(self, X, p):
         # k(xᵢ, xᵢ) = φ(xᵢ)ᵀ Σ φ(xᵢ), row by row without forming Φ Σ Φᵀ
-        Phi, S = design_tensor(self.phi, X), p["prior_cov"]
+        Phi, S = self._design(X, p), p["prior_cov"]
         if S.ndim == 0:
             return S * pt.sum(Phi**2, axis=1)
         if S.ndim == 1:
