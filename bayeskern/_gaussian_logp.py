@@ -66,7 +66,8 @@ def _logp_and_gradients(C, t, use_jitter):
     scale = 0.0
     for i in range(n):
         scale += C[i, i] / n
-    if not (np.isfinite(scale) and scale > 0.0):
+    scale_from_C = np.isfinite(scale) and scale > 0.0
+    if not scale_from_C:
         scale = 1.0
     uplo, N, info = val_to_int_ptr(np.int32(ord("L"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
     n_tries = 1 + (_JITTER_STEPS.shape[0] if use_jitter else 0)
@@ -102,6 +103,15 @@ def _logp_and_gradients(C, t, use_jitter):
             v = 0.5 * (alpha[i] * alpha[j] - A[i, j])
             d_C[i, j] = v
             d_C[j, i] = v
+    if jitter > 0.0 and scale_from_C:
+        # the jitter is step · mean(diag C), itself a function of C: ∂jitter/∂Cᵢᵢ = step/n, so every
+        # diagonal entry gains (step/n) · tr(∂ log p/∂(C + jitter·I))
+        extra = 0.0
+        for i in range(n):
+            extra += d_C[i, i]
+        extra *= jitter / scale / n
+        for i in range(n):
+            d_C[i, i] += extra
     return logp, d_C, -alpha, jitter  # ∂ log p / ∂t = −C⁻¹t
 
 
@@ -151,7 +161,7 @@ def _funcify_gaussian_logp(op, node, **kwargs):
         logp, d_C, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(C), np.ascontiguousarray(t), use_jitter)
         return np.asarray(logp), d_C, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 3  # bump when _logp_and_gradients changes: PyTensor caches the compiled code on disk
+    return gaussian_logp, 4  # bump when _logp_and_gradients changes: PyTensor caches the compiled code on disk
 
 
 _GAUSSIAN_LOGP = GaussianLogp(jitter=False)

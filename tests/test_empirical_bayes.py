@@ -53,6 +53,9 @@ def test_optimum_agrees_with_scikit_learn(d):
     np.testing.assert_allclose(result.params["s"] ** 2, p["k2__noise_level"], rtol=1e-2)
     assert result.converged and result.grad_norm < 1e-3 and not any(result.at_bound.values())
     assert result.n_evaluations > 0 and result.jitter == 0.0
+    # Laplace: one sd per parameter element (ARD: one per length scale), finite and positive here
+    assert np.shape(result.laplace.sd["ls"]) == np.shape(result.params["ls"]) and result.laplace.ok
+    assert all(np.all(np.isfinite(v) & (np.asarray(v) > 0)) for v in result.laplace.sd.values())
     # the reported LML is the numpy reference at the reported parameters
     Kx = result.params["amp"] * ref.rbf(X, X, result.params["ls"])
     _, _, lml = ref.gp_posterior(Kx, Kx[:, :1], Kx[:1, :1], y, result.params["s"])
@@ -243,6 +246,7 @@ def test_noise_free_data_put_sigma_at_its_bound_and_the_jitter_is_reported():
     messages = " | ".join(str(w.message) for w in record)
     assert result.at_bound["s"] and not result.at_bound["ls"] and result.params["s"] < 1e-6
     assert "edge of their support: s" in messages
+    assert np.isnan(result.laplace.sd["s"])  # no curvature at the edge: no Laplace sd for σ
     # σ² alone no longer keeps C positive definite: the jitter used is reported, and is one of the steps
     assert result.jitter > 0 and "jitter" in messages
     mean_diag = result.params["amp"] + result.params["s"] ** 2
@@ -266,6 +270,12 @@ def test_an_unsuitable_model_gets_a_clear_error():
         empirical_bayes(fixed)
     with pytest.raises(ValueError, match="restarts must be"):
         empirical_bayes(_rbf_model(X, y), restarts=0)
+    with pm.Model() as hierarchical:
+        mu = pm.Normal("mu_ls", 0.0, 1.0)
+        ls = pm.LogNormal("ls", mu, 0.5)
+        bk.gp.marginal_likelihood("y", X, y, K.RBF(ls), 0.2)
+    with pytest.raises(ValueError, match="mu_ls do not enter the marginal likelihood"):
+        empirical_bayes(hierarchical)
     with pytest.raises(ValueError, match="include_prior must be True or False"):
         empirical_bayes(_rbf_model(X, y), include_prior="yes")
 

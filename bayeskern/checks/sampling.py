@@ -35,10 +35,10 @@ class SamplingCheckResult:
         return asdict(self)
 
 
-def _thinned(draws: xr.DataArray, ess: float) -> np.ndarray:
-    values = np.asarray(draws.values)  # (chain, draw)
-    step = max(1, int(np.ceil(values.size / max(ess, 1.0))))
-    return values[:, ::step].ravel()
+def _thinned(draws: np.ndarray, ess: float) -> np.ndarray:
+    """Draws (chain, draw) of one scalar, thinned to about one per effective sample."""
+    step = max(1, int(np.ceil(draws.size / max(ess, 1.0))))
+    return draws[:, ::step].ravel()
 
 
 def _mean_and_mcse(ds: xr.Dataset, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -48,8 +48,8 @@ def _mean_and_mcse(ds: xr.Dataset, name: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(ds[name].mean(("chain", "draw")).values), np.asarray(az.mcse(tree, method="mean")[name].values)
 
 
-def _min_ess(ds: xr.Dataset, name: str) -> float:
-    return float(np.min(az.ess(xr.DataTree.from_dict({"posterior": ds[[name]]}))[name].values))
+def _ess(ds: xr.Dataset, name: str) -> np.ndarray:
+    return np.asarray(az.ess(xr.DataTree.from_dict({"posterior": ds[[name]]}))[name].values)
 
 
 def kernel_trick_mcmc(blr_model, gp_model, shared, Xnew=None, z_max: float = 4.0, p_min: float = 1e-3, **mcmc_kwargs) -> SamplingCheckResult:
@@ -58,9 +58,15 @@ def kernel_trick_mcmc(blr_model, gp_model, shared, Xnew=None, z_max: float = 4.0
     `blr_model`: t ~ N(0, ΦΣΦᵀ + σ²I) from `bayeskern.blr.likelihood(collapsed=True)`; `gp_model`: the
     same with `bayeskern.gp.marginal_likelihood` and `FeatureKernel(φ, Σ)`; both with the same priors on
     `shared` (e.g. ("sigma", "scale")). With `Xnew`, the mixture means of f at Xnew are compared too.
-    `z_max` = 4 makes a false alarm on one quantity about 6·10⁻⁵ likely under equality.
+    `z_max` = 4 makes a false alarm on one quantity about 6·10⁻⁵ likely under equality. The two models
+    are sampled with seeds `seed` and `seed + 1` (independent runs).
     """
-    runs = [mcmc(model, Xnew=Xnew, **mcmc_kwargs) for model in (blr_model, gp_model)]
+    if isinstance(shared, str) or not shared or not all(isinstance(n, str) for n in shared):
+        raise ValueError(f"shared must be a non-empty list of variable names, got {shared!r}")
+    seed = mcmc_kwargs.pop("seed", None)
+    seed = int(np.random.default_rng().integers(2**31)) if seed is None else int(seed)
+    # independent runs (different seeds): the z and KS statistics assume independent samples
+    runs = [mcmc(model, Xnew=Xnew, seed=seed + k, **mcmc_kwargs) for k, model in enumerate((blr_model, gp_model))]
     posteriors = [r["posterior"].to_dataset() for r in runs]
     z, pvalues = {}, {}
     for name in shared:
@@ -68,8 +74,13 @@ def kernel_trick_mcmc(blr_model, gp_model, shared, Xnew=None, z_max: float = 4.0
             raise ValueError(f"{name!r} is not a free variable of both models")
         (m1, e1), (m2, e2) = (_mean_and_mcse(p, name) for p in posteriors)
         z[name] = float(np.max(np.abs(m1 - m2) / np.sqrt(e1**2 + e2**2)))
-        samples = [_thinned(p[name], _min_ess(p, name)) for p in posteriors]
-        pvalues[name] = float(scipy.stats.ks_2samp(*samples).pvalue)
+        draws = [np.asarray(p[name].values).reshape(p.sizes["chain"], p.sizes["draw"], -1) for p in posteriors]
+        ess = [_ess(p, name).reshape(-1) for p in posteriors]
+        # one KS test per component; the smallest p-value is reported
+        pvalues[name] = min(
+            float(scipy.stats.ks_2samp(*(_thinned(d[:, :, k], e[k]) for d, e in zip(draws, ess, strict=True))).pvalue)
+            for k in range(draws[0].shape[2])
+        )
     predictive_z = None
     if Xnew is not None:
         means = [r["posterior_predictive"].to_dataset()[["f_mean"]].rename(draw_thinned="draw") for r in runs]

@@ -6,7 +6,9 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
+from bayeskern._linalg import loo_gaussian
 from bayeskern.fit.empirical_bayes import EmpiricalBayesResult
+from bayeskern.fit.predictive import factor
 
 __all__ = ["EBvsMCMC", "compare_eb_mcmc"]
 
@@ -36,7 +38,7 @@ def compare_eb_mcmc(eb: EmpiricalBayesResult, dt: xr.DataTree, prob: float = 0.9
     """Compare an `empirical_bayes` result with a `bayeskern.fit.mcmc` DataTree of the same model."""
     if not isinstance(eb, EmpiricalBayesResult):
         raise ValueError(f"eb must be the result of bayeskern.fit.empirical_bayes, got {type(eb).__name__}")
-    if "posterior" not in dt.children or "log_likelihood" not in dt.children:
+    if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children or "log_likelihood" not in dt.children:
         raise ValueError("dt must come from bayeskern.fit.mcmc (posterior and log_likelihood groups)")
     if not 0 < prob < 1:
         raise ValueError(f"prob must be in (0, 1), got {prob}")
@@ -56,8 +58,8 @@ def compare_eb_mcmc(eb: EmpiricalBayesResult, dt: xr.DataTree, prob: float = 0.9
             "lower": _plain(lower), "upper": _plain(upper), "z": _plain((np.asarray(value) - mean) / sd),
             "eb_in_interval": bool(np.all((lower <= value) & (value <= upper))),
         }
-    fitted = eb.posterior()
-    elpd_eb = float(np.sum(fitted.loo_log_predictive)) if hasattr(fitted, "loo_log_predictive") else float("nan")
+    L, _, _ = factor(eb.plug_in, eb.params, None)  # C = K + σ²I (GP) or ΦΣΦᵀ + σ²I (BLR) at the optimum
+    elpd_eb = float(np.sum(loo_gaussian(L, eb.plug_in.record.y)[2]))
     loo = az.loo(dt)
 
     gap, ratio = None, None

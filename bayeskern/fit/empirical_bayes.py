@@ -21,9 +21,10 @@ from bayeskern.fit.plug_in import PlugIn
 
 __all__ = ["EmpiricalBayesResult", "FitWarning", "Laplace", "Optimum", "empirical_bayes"]
 
-#: an unconstrained coordinate beyond this is "at the edge of the support": for a log-transformed
-#: parameter the value is below e^-15 ≈ 3e-7 or above e^15 ≈ 3e6 (times its unit)
-AT_BOUND_Z = 15.0
+#: a coordinate is "at the edge of its support" when it has run out to |z| ≥ AT_BOUND_Z in PyMC's
+#: unconstrained space (e^±8: a factor 3000 from 1 for a log-transformed parameter) AND the objective
+#: is flat beyond it: stepping a further EDGE_STEP outwards changes it by less than EDGE_FLAT
+AT_BOUND_Z, EDGE_STEP, EDGE_FLAT = 8.0, 5.0, 1e-3
 #: starts drawn from the priors are clipped to this box in unconstrained space
 Z_LIMIT = 40.0
 #: the largest |gradient| (in unconstrained space, over parameters not at a bound) called converged
@@ -55,7 +56,8 @@ class Laplace:
     `cov_unconstrained` = (−∇²objective)⁻¹ over the unconstrained coordinates `names`; `sd` maps each
     parameter to its standard deviation on the natural scale by the delta method (NaN where the
     Hessian is not negative definite, e.g. for a parameter at a bound). Without the prior it is the
-    curvature of the log marginal likelihood alone.
+    curvature of the log marginal likelihood alone. `ok`: the Hessian over the coordinates not at an
+    edge was negative definite.
     """
 
     sd: dict
@@ -118,6 +120,13 @@ class _Objective:
         self.value_vars = model.value_vars
         terms = [obs] + (list(model.free_RVs) if include_prior else [])
         logp, jitter = _with_jitter(model.logp(vars=terms, jacobian=False))
+        unused = [model.values_to_rvs[v].name for v in self.value_vars if v not in set(ancestors([logp]))]
+        if unused:
+            raise ValueError(
+                f"hyperparameter(s) {', '.join(unused)} do not enter the "
+                f"{'posterior' if include_prior else 'marginal likelihood'}: nothing determines them "
+                "(hyperpriors of hyperparameters need include_prior=True)"
+            )
         grad = pt.concatenate([pt.grad(logp, v).ravel() for v in self.value_vars])
         natural = [pt.as_tensor_variable(v).ravel() for v in model.replace_rvs_by_values(model.free_RVs)]
         natural = pt.concatenate(natural) if natural else pt.zeros(0)
@@ -126,6 +135,8 @@ class _Objective:
         jac = pytensor.gradient.jacobian(natural, z)
         self._natural = pytensor.function([z], [natural, jac], mode="FAST_COMPILE")
         self.sizes = [int(np.size(self.point[v.name])) for v in self.value_vars]
+        shapes = model.eval_rv_shapes()
+        self.natural_shapes = {rv.name: tuple(shapes[rv.name]) for rv in model.free_RVs}
         self.transformed = np.concatenate(
             [np.full(s, model.rvs_to_transforms[model.values_to_rvs[v]] is not None) for v, s in zip(self.value_vars, self.sizes)]
         )
@@ -144,7 +155,7 @@ class _Objective:
         values, _ = self._natural(z)
         out, i = {}, 0
         for rv in self.model.free_RVs:
-            shape = tuple(self.point[self.model.rvs_to_values[rv].name].shape)
+            shape = self.natural_shapes[rv.name]
             size = int(np.prod(shape))
             v = values[i : i + size]
             out[rv.name] = float(v[0]) if shape == () else v.reshape(shape)
@@ -190,8 +201,25 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
     )
 
 
-def _laplace(objective: _Objective, z: np.ndarray, names: list[str]) -> Laplace:
-    """Hessian by central differences of the exact gradient; sd on the natural scale by the delta method."""
+def _at_edge(objective: _Objective, res) -> np.ndarray:
+    """Which coordinates ran out to the edge of their support: far out in z, and flat beyond."""
+    z = res.x
+    edge = np.zeros(len(z), dtype=bool)
+    f0 = objective(z)[0]
+    for i in np.flatnonzero(objective.transformed & (np.abs(z) >= AT_BOUND_Z)):
+        further = z.copy()
+        further[i] += EDGE_STEP * np.sign(z[i])
+        f1 = objective(further)[0]
+        edge[i] = bool(np.isfinite(f1) and abs(f1 - f0) < EDGE_FLAT)
+    return edge
+
+
+def _laplace(objective: _Objective, z: np.ndarray, names: list[str], at_edge: np.ndarray) -> Laplace:
+    """Hessian by central differences of the exact gradient; sd on the natural scale by the delta method.
+
+    Coordinates at the edge of their support are left out (their sd is NaN): the Hessian is inverted
+    on the others.
+    """
     p = len(z)
     H = np.empty((p, p))
     for j in range(p):
@@ -200,11 +228,17 @@ def _laplace(objective: _Objective, z: np.ndarray, names: list[str]) -> Laplace:
         e[j] = h
         H[:, j] = (objective(z + e)[1] - objective(z - e)[1]) / (2 * h)
     H = 0.5 * (H + H.T)
-    eig = np.linalg.eigvalsh(-H) if p else np.ones(1)
-    ok = bool(np.all(np.isfinite(H)) and eig.min() > 1e-12 * max(1.0, eig.max()))
-    cov = np.linalg.inv(-H) if ok else np.full((p, p), np.nan)
-    J = objective.natural_jacobian(z)  # ∂θ/∂z
-    sd_flat = np.sqrt(np.clip(np.diag(J @ cov @ J.T), 0.0, None)) if ok else np.full(p, np.nan)
+    inner = ~at_edge
+    block = -H[np.ix_(inner, inner)]
+    eig = np.linalg.eigvalsh(block) if inner.any() else np.ones(1)
+    ok = bool(np.all(np.isfinite(block)) and eig.min() > 1e-12 * max(1.0, eig.max()))
+    cov = np.full((p, p), np.nan)
+    if ok and inner.any():
+        cov[np.ix_(inner, inner)] = np.linalg.inv(block)
+    J = objective.natural_jacobian(z)[:, inner]  # ∂θ/∂z over the coordinates kept
+    sd_flat = np.sqrt(np.clip(np.diag(J @ cov[np.ix_(inner, inner)] @ J.T), 0.0, None)) if ok else np.full(J.shape[0], np.nan)
+    touched = np.abs(objective.natural_jacobian(z)[:, at_edge]).sum(axis=1) > 0  # natural values moved by an edge coordinate
+    sd_flat = np.where(touched, np.nan, sd_flat)
     sd, i = {}, 0
     for name, value in objective.params(z).items():
         size = int(np.size(value))
@@ -260,11 +294,12 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
     best = runs[0]
     z = best.x
     owners = objective.coordinate_owner()
-    at_bound_coord = objective.transformed & (np.abs(z) >= AT_BOUND_Z)
+    edges = {id(res): _at_edge(objective, res) for res in runs}
+    at_bound_coord = edges[id(best)]
     at_bound = {name: bool(np.any(at_bound_coord[[o == name for o in owners]])) for name in dict.fromkeys(owners)}
 
     def converged(res) -> bool:
-        free = ~(objective.transformed & (np.abs(res.x) >= AT_BOUND_Z))
+        free = ~edges[id(res)]
         return bool(np.max(np.abs(res.jac[free]), initial=0.0) <= GRAD_TOL)  # not res.success: L-BFGS-B
         # reports a failed line search when it reaches the round-off floor of the objective
 
@@ -278,7 +313,7 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
             optima.append((res, 1))
 
     n_eval_before_laplace = objective.n_evaluations
-    laplace = _laplace(objective, z, owners)
+    laplace = _laplace(objective, z, owners, at_bound_coord)
     objective.n_evaluations = n_eval_before_laplace
     params = objective.params(z)
     objective(z)

@@ -53,6 +53,9 @@ def mcmc(
     tune = check_integer(tune, "tune", 0)
     chains = check_integer(chains, "chains", 1)
     thin = check_integer(thin, "thin", 1)
+    clash = sorted({"random_seed", "model", "nuts_sampler", "draws", "tune", "chains"} & set(sample_kwargs))
+    if clash:
+        raise ValueError(f"pass {', '.join(clash)} as mcmc's own arguments (seed, model, sampler …), not as pm.sample keywords")
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
     if Xnew is not None:
@@ -68,8 +71,10 @@ def mcmc(
         progressbar=progressbar, compute_convergence_checks=False, **sample_kwargs,
     )
     obs_dim = _observed_dim(dt, obs.name)
+    obs_coords = dt["observed_data"].to_dataset()[obs_dim].values if "observed_data" in dt.children else None
     log_likelihood, predictive, jitter = draw_quantities(
-        PlugIn(model, record), dt["posterior"].to_dataset(), obs.name, obs_dim, Xnew=Xnew, thin=thin, seed=seed
+        PlugIn(model, record), dt["posterior"].to_dataset(), obs.name, obs_dim, Xnew=Xnew, thin=thin, seed=seed,
+        obs_coords=obs_coords,
     )
     dt["log_likelihood"] = xr.DataTree(log_likelihood)
     dt["posterior_predictive"] = xr.DataTree(predictive)

@@ -10,10 +10,10 @@ from bayeskern._linalg import cholesky, loo_gaussian
 from bayeskern.fit.plug_in import PlugIn
 from bayeskern.kernels import FeatureKernel
 
-__all__ = ["draw_quantities", "predictive_bands"]
+__all__ = ["draw_quantities", "factor", "predictive_bands"]
 
 
-def _factor(plug_in: PlugIn, params: dict, Xnew):
+def factor(plug_in: PlugIn, params: dict, Xnew):
     """One factorisation of C at `params`: (L, jitter, predictive posterior at Xnew or None)."""
     r = plug_in.numeric(params)
     if r.kind == "gp":
@@ -24,7 +24,7 @@ def _factor(plug_in: PlugIn, params: dict, Xnew):
     return L, jitter, (plug_in.posterior(params, Xnew=Xnew) if Xnew is not None else None)
 
 
-def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_dim: str, Xnew=None, thin: int = 1, seed=None):
+def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_dim: str, Xnew=None, thin: int = 1, seed=None, obs_coords=None):
     """Walk the posterior draws once: the log_likelihood group (exact LOO densities, every draw), and,
     with `Xnew`, posterior predictive samples of f and y at Xnew (every `thin`-th draw).
 
@@ -53,7 +53,7 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
             for d in range(draws):
                 params = {name: v[c, d] for name, v in values.items()}
                 keep = Xnew is not None and d % thin == 0
-                L, jitter, post = _factor(plug_in, params, Xnew if keep else None)
+                L, jitter, post = factor(plug_in, params, Xnew if keep else None)
                 max_jitter = max(max_jitter, jitter)
                 mu, var, log_lik[c, d] = loo_gaussian(L, t)
                 loo_draws[c, d] = mu + np.sqrt(var) * rng.standard_normal(n)
@@ -64,7 +64,7 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
                     y[c, k] = f[c, k] + sigma * rng.standard_normal(m)  # y = f + ε, ε ~ N(0, σ²)
                     f_mean[c, k], f_var[c, k] = post.mean, post.var
 
-    coords = {"chain": posterior["chain"].values, "draw": posterior["draw"].values, obs_dim: np.arange(n)}
+    coords = {"chain": posterior["chain"].values, "draw": posterior["draw"].values, obs_dim: np.arange(n) if obs_coords is None else obs_coords}
     log_likelihood = xr.Dataset({obs_name: (("chain", "draw", obs_dim), log_lik)}, coords=coords)
     predictive = xr.Dataset({obs_name: (("chain", "draw", obs_dim), loo_draws)}, coords=coords)
     if Xnew is not None:
@@ -99,9 +99,9 @@ def predictive_bands(predictive: xr.Dataset, prob: float = 0.95) -> xr.Dataset:
     `f_mean`: the exact mixture mean (the average of the per-draw posterior means); the bands are
     quantiles of the samples (Monte Carlo).
     """
-    if not 0 < prob < 1:
-        raise ValueError(f"prob must be in (0, 1), got {prob}")
-    if "f" not in predictive:
+    if not isinstance(prob, int | float | np.floating) or not 0 < prob < 1:
+        raise ValueError(f"prob must be a number in (0, 1), got {prob!r}")
+    if not isinstance(predictive, xr.Dataset) or "f" not in predictive:
         raise ValueError("the posterior predictive has no samples at Xnew: pass Xnew to bayeskern.fit.mcmc")
     dims = ("chain", "draw_thinned")
     lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
