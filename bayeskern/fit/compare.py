@@ -58,7 +58,7 @@ def compare_eb_mcmc(eb: EmpiricalBayesResult, dt: xr.DataTree, prob: float = 0.9
             "lower": _plain(lower), "upper": _plain(upper), "z": _plain((np.asarray(value) - mean) / sd),
             "eb_in_interval": bool(np.all((lower <= value) & (value <= upper))),
         }
-    L, _, _ = factor(eb.plug_in, eb.params, None)  # C = K + σ²I (GP) or ΦΣΦᵀ + σ²I (BLR) at the optimum
+    L, _, _ = factor(eb.plug_in.numeric(eb.params), None)  # C = K + σ²I (GP) or ΦΣΦᵀ + σ²I (BLR) at the optimum
     elpd_eb = float(np.sum(loo_gaussian(L, eb.plug_in.record.y)[2]))
     loo = az.loo(dt)
 

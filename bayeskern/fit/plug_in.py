@@ -7,7 +7,7 @@ from pytensor.graph.replace import graph_replace
 from bayeskern._marginal import MarginalGaussian
 from bayeskern._validation import is_symbolic
 
-__all__ = ["PlugIn"]
+__all__ = ["PlugIn", "posterior_of"]
 
 
 class PlugIn:
@@ -43,9 +43,13 @@ class PlugIn:
 
     def posterior(self, params: dict, Xnew=None, include_noise: bool = False):
         """The exact GP or BLR posterior (`bayeskern.gp.posterior` / `bayeskern.blr.posterior`) at `params`."""
-        from bayeskern import blr, gp
+        return posterior_of(self.numeric(params), Xnew, include_noise)
 
-        r = self.numeric(params)
-        if r.kind == "gp":
-            return gp.posterior(r.kernel, r.X, r.y, r.sigma, Xnew=Xnew, include_noise=include_noise)
-        return blr.posterior(r.features, r.X, r.y, r.sigma, r.prior_cov, Xnew=Xnew, include_noise=include_noise)
+
+def posterior_of(r: MarginalGaussian, Xnew=None, include_noise: bool = False):
+    """The exact posterior of a numeric record (every hyperparameter a number)."""
+    from bayeskern import blr, gp
+
+    if r.kind == "gp":
+        return gp.posterior(r.kernel, r.X, r.y, r.sigma, Xnew=Xnew, include_noise=include_noise)
+    return blr.posterior(r.features, r.X, r.y, r.sigma, r.prior_cov, Xnew=Xnew, include_noise=include_noise)

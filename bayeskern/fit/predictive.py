@@ -7,21 +7,21 @@ import scipy.linalg
 import xarray as xr
 
 from bayeskern._linalg import cholesky, loo_gaussian
-from bayeskern.fit.plug_in import PlugIn
+from bayeskern._marginal import MarginalGaussian
+from bayeskern.fit.plug_in import PlugIn, posterior_of
 from bayeskern.kernels import FeatureKernel
 
 __all__ = ["draw_quantities", "factor", "predictive_bands"]
 
 
-def factor(plug_in: PlugIn, params: dict, Xnew):
-    """One factorisation of C at `params`: (L, jitter, predictive posterior at Xnew or None)."""
-    r = plug_in.numeric(params)
+def factor(r: MarginalGaussian, Xnew):
+    """One factorisation of C for a numeric record: (L, jitter, predictive posterior at Xnew or None)."""
     if r.kind == "gp":
-        post = plug_in.posterior(params, Xnew=Xnew if Xnew is not None else r.X[:1])
+        post = posterior_of(r, Xnew=Xnew if Xnew is not None else r.X[:1])
         return post.chol, post.jitter, post if Xnew is not None else None
     C = FeatureKernel(r.features, r.prior_cov).evaluate(r.X) + r.sigma**2 * np.eye(len(r.X))  # C = ΦΣΦᵀ + σ²I
     L, jitter = cholesky(C, name="Phi Sigma Phi^T + sigma^2 I")
-    return L, jitter, (plug_in.posterior(params, Xnew=Xnew) if Xnew is not None else None)
+    return L, jitter, (posterior_of(r, Xnew=Xnew) if Xnew is not None else None)
 
 
 def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_dim: str, Xnew=None, thin: int = 1, seed=None, obs_coords=None):
@@ -53,13 +53,14 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
             for d in range(draws):
                 params = {name: v[c, d] for name, v in values.items()}
                 keep = Xnew is not None and d % thin == 0
-                L, jitter, post = factor(plug_in, params, Xnew if keep else None)
+                r = plug_in.numeric(params)
+                L, jitter, post = factor(r, Xnew if keep else None)
                 max_jitter = max(max_jitter, jitter)
                 mu, var, log_lik[c, d] = loo_gaussian(L, t)
                 loo_draws[c, d] = mu + np.sqrt(var) * rng.standard_normal(n)
                 if keep:
                     k = d // thin
-                    sigma = plug_in.numeric(params).sigma
+                    sigma = r.sigma
                     f[c, k] = _sample(post.mean, post.cov, rng)  # f(Xnew) ~ N(m, K** − kᵀC⁻¹k)
                     y[c, k] = f[c, k] + sigma * rng.standard_normal(m)  # y = f + ε, ε ~ N(0, σ²)
                     f_mean[c, k], f_var[c, k] = post.mean, post.var
