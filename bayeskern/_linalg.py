@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import scipy.linalg
 
-__all__ = ["JITTER_STEPS", "LOG_2PI", "cho_solve", "cholesky", "loo_gaussian", "solve_lower"]
+__all__ = ["JITTER_STEPS", "LOG_2PI", "cho_solve", "cholesky", "loo_gaussian", "psd_eigh", "solve_lower"]
 
 LOG_2PI = float(np.log(2 * np.pi))
 
@@ -68,3 +68,15 @@ def loo_gaussian(L: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     var = 1.0 / d
     log_density = -0.5 * LOG_2PI + 0.5 * np.log(d) - 0.5 * alpha**2 / d  # log N(tᵢ | μᵢ, σᵢ²), (tᵢ − μᵢ)² = αᵢ²/dᵢ²
     return mean, var, log_density
+
+
+def psd_eigh(A: np.ndarray, name: str = "matrix") -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (ascending, round-off negatives clipped to 0) and eigenvectors of a PSD matrix A.
+
+    A ValueError if an eigenvalue is below −100·n·ε·λmax (the round-off scale): A is not PSD.
+    """
+    lam, U = scipy.linalg.eigh(A)
+    floor = 100 * A.shape[0] * np.finfo(float).eps * max(abs(lam[-1]), 1e-300)  # round-off scale n·ε·λmax
+    if lam[0] < -floor:
+        raise ValueError(f"{name} is not positive semi-definite: smallest eigenvalue {lam[0]:.3g}")
+    return np.clip(lam, 0.0, None), U

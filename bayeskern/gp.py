@@ -7,10 +7,9 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
-import scipy.linalg
 
 from bayeskern._gaussian_logp import gaussian_logp
-from bayeskern._linalg import LOG_2PI, cho_solve, cholesky, loo_gaussian, solve_lower
+from bayeskern._linalg import LOG_2PI, cho_solve, cholesky, loo_gaussian, psd_eigh, solve_lower
 from bayeskern._marginal import MarginalGaussian
 from bayeskern._results import Posterior
 from bayeskern._validation import as_inputs, as_targets, check_integer, check_sigma, is_symbolic, same_columns
@@ -64,12 +63,9 @@ def prior_samples(kernel: Kernel, X, n: int = 1, seed=None) -> np.ndarray:
     X = as_inputs(X, "X")
     n = check_integer(n, "n", 1)
     K = _check_kernel(kernel).evaluate(X)
-    lam, U = scipy.linalg.eigh(K)
-    floor = 100 * K.shape[0] * np.finfo(float).eps * max(abs(lam[-1]), 1e-300)  # round-off scale n·ε·λmax
-    if lam[0] < -floor:
-        raise ValueError(f"kernel is not positive semi-definite on X: smallest eigenvalue {lam[0]:.3g}")
+    lam, U = psd_eigh(K, "the kernel on X")
     z = np.random.default_rng(seed).standard_normal((n, K.shape[0]))
-    return (z * np.sqrt(np.clip(lam, 0.0, None))) @ U.T  # f = U √Λ z
+    return (z * np.sqrt(lam)) @ U.T  # f = U √Λ z
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,9 @@
 import warnings
 
 import numpy as np
-import scipy.linalg
 import xarray as xr
 
-from bayeskern._linalg import cholesky, loo_gaussian
+from bayeskern._linalg import cholesky, loo_gaussian, psd_eigh
 from bayeskern._marginal import MarginalGaussian
 from bayeskern.fit.plug_in import PlugIn, posterior_of
 from bayeskern.kernels import FeatureKernel
@@ -90,8 +89,8 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
 
 def _sample(mean: np.ndarray, cov: np.ndarray, rng) -> np.ndarray:
     """One draw of N(mean, cov) through cov = UΛUᵀ (no jitter; round-off negatives clipped to 0)."""
-    lam, U = scipy.linalg.eigh(cov)
-    return mean + U @ (np.sqrt(np.clip(lam, 0.0, None)) * rng.standard_normal(len(mean)))
+    lam, U = psd_eigh(cov, "the predictive covariance")
+    return mean + U @ (np.sqrt(lam) * rng.standard_normal(len(mean)))
 
 
 def predictive_bands(predictive: xr.Dataset, prob: float = 0.95) -> xr.Dataset:
