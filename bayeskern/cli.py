@@ -2,68 +2,77 @@
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
-from bayeskern import gp, spec as specs
-from bayeskern.report import gp_fit_files, write_atomically
+from bayeskern import spec as specs
 
 __all__ = ["main"]
 
 
 def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(f"[bayeskern] {message}", file=sys.stderr, flush=True)
 
 
 def run(path, out=None, seed=None) -> Path:
     """Run one spec and write its report folder (reports/<name>/ unless `out` is given)."""
+    from bayeskern.analysis import run_analysis  # the heavy imports only for the command that needs them
+    from bayeskern.report import write_report
+
+    started = time.perf_counter()
     spec = specs.load(path)
-    X, t = spec.load_data(seed)
-    _say(f"[bayeskern] {spec.name}: {len(t)} observations, {len(spec.kernels)} candidate kernel(s)")
-    candidates, posteriors = [], []
-    for text in spec.kernels:  # one factorisation per candidate; the grid prediction is cheap beside it
-        post = gp.posterior(specs.parse_kernel(text), X, t, sigma=spec.sigma, Xnew=spec.grid[:, None],
-                            include_noise=spec.include_noise)
-        candidates.append({"kernel": text, "log_marginal_likelihood": post.log_marginal_likelihood})
-        posteriors.append(post)
-        _say(f"[bayeskern]   log p(t|X) = {post.log_marginal_likelihood:10.4f}   {text}")
-    i_best = max(range(len(candidates)), key=lambda i: candidates[i]["log_marginal_likelihood"])
-    best, post = candidates[i_best], posteriors[i_best]
-    folder = write_atomically(out or Path("reports") / spec.name, gp_fit_files(spec, X, t, candidates, best, post))
-    _say(f"[bayeskern] wrote {folder}/ (summary.json, report.md, predictions.csv)")
+    analysis = run_analysis(spec, seed=seed, say=_say)
+    folder = write_report(analysis, Path(out) if out else Path("reports") / spec.name, say=_say)
+    _say(f"wrote {folder}/ (index.html, report.md, figures/, results.nc, summary.json) in {time.perf_counter() - started:.0f} s")
     return folder
 
 
+def check(path) -> specs.Spec:
+    """Validate a spec without fitting: the file, the data, and every candidate's PyMC model."""
+    spec = specs.load(path)
+    data = spec.load_data()
+    for text in spec.candidates:
+        spec.model(text, data)
+    return spec
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="bayeskern", description="Bayesian kernel methods on PyMC.")
+    parser = argparse.ArgumentParser(prog="bayeskern", description="Bayesian kernel methods on PyMC: run the analyses of models/*.toml.")
     sub = parser.add_subparsers(dest="command", required=True)
-    p_run = sub.add_parser("run", help="run a model spec and write its report")
+    p_run = sub.add_parser("run", help="run a model spec and write its report", description="Fit the spec's models and write the report folder.")
     p_run.add_argument("spec", help="path to a models/*.toml spec")
     p_run.add_argument("--out", help="report folder (default: reports/<name>/)")
-    p_run.add_argument("--seed", type=int, help="override the data seed")
-    p_check = sub.add_parser("check", help="validate a model spec without running it")
-    p_check.add_argument("spec")
-    p_list = sub.add_parser("list", help="list the specs in a folder")
-    p_list.add_argument("folder", nargs="?", default="models")
+    p_run.add_argument("--seed", type=int, help="seed of the fits and draws (default: the spec's seed)")
+    p_check = sub.add_parser("check", help="validate a model spec without running it", description="Validate a spec: its keys, data and models.")
+    p_check.add_argument("spec", help="path to a models/*.toml spec")
+    p_list = sub.add_parser("list", help="list the specs in a folder", description="List the specs in a folder with their descriptions.")
+    p_list.add_argument("folder", nargs="?", default="models", help="folder of specs (default: models)")
     args = parser.parse_args(argv)
     try:
         if args.command == "run":
             run(args.spec, args.out, args.seed)
         elif args.command == "check":
-            s = specs.load(args.spec)
-            print(f"{args.spec}: ok ({s.name}, {len(s.kernels)} kernel(s))")
+            s = check(args.spec)
+            print(f"{args.spec}: ok ({s.name}: {s.kind}, {len(s.candidates)} candidate(s))")
         else:
-            for path in sorted(Path(args.folder).glob("*.toml")):
+            folder = Path(args.folder)
+            if not folder.is_dir():
+                raise specs.SpecError(folder, "(folder)", "no such folder")
+            for path in sorted(folder.glob("*.toml")):
                 try:
                     s = specs.load(path)
                     print(f"{path}\t{s.name}\t{s.description}")
                 except specs.SpecError as err:
-                    print(f"{path}\tINVALID\t{err.reason}")
+                    print(f"{path}\tINVALID\t{err.key}: {err.reason}")
     except specs.SpecError as err:
         print(f"bayeskern: error: {err}", file=sys.stderr)
         return 2
-    except (ValueError, OSError) as err:
-        print(f"bayeskern: error: {err}", file=sys.stderr)
+    except (ValueError, OSError, RuntimeError) as err:
+        print(f"bayeskern: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("bayeskern: interrupted; the previous report is untouched", file=sys.stderr)
+        return 130
     return 0
 
 

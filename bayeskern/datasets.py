@@ -1,10 +1,25 @@
-"""Bundled synthetic data sets, shared by the demo, the model specs and the tests."""
+"""Data for analyses: the bundled synthetic generators, CSV files, and data sets that ship with installed packages."""
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from bayeskern._validation import check_integer
 
-__all__ = ["sinusoid"]
+__all__ = ["PACKAGE_DATASETS", "SOURCE_KEYS", "Data", "load", "sinusoid"]
+
+
+@dataclass(frozen=True)
+class Data:
+    """Inputs X (n, d), targets y (n,), their column names, and a sentence saying where they came from."""
+
+    X: np.ndarray
+    y: np.ndarray
+    x_names: tuple
+    y_name: str
+    description: str
 
 
 def sinusoid(n: int = 10, noise: float = 0.3, seed=0) -> tuple[np.ndarray, np.ndarray]:
@@ -18,3 +33,88 @@ def sinusoid(n: int = 10, noise: float = 0.3, seed=0) -> tuple[np.ndarray, np.nd
     x = np.linspace(0.0, 1.0, n)
     t = np.sin(2 * np.pi * x) + noise * np.random.default_rng(seed).standard_normal(n)
     return x[:, None], t
+
+
+def _sklearn_diabetes():
+    """Efron et al. (2004): disease progression one year after baseline, 442 patients, 10 baseline variables."""
+    try:
+        from sklearn.datasets import load_diabetes
+    except ImportError:
+        raise ImportError("the 'sklearn.diabetes' data ship with scikit-learn: pip install scikit-learn") from None
+    d = load_diabetes(scaled=True)  # the columns as distributed: mean-centred, scaled to unit sum of squares
+    return d.data, d.target, tuple(d.feature_names), "target"
+
+
+#: data sets that ship inside installed packages: name → loader returning (X, y, column names, target name)
+PACKAGE_DATASETS = {"sklearn.diabetes": _sklearn_diabetes}
+
+#: the keys each data source accepts in a spec's [data] table
+SOURCE_KEYS = {
+    "sinusoid": {"n", "noise", "seed"},
+    "csv": {"path", "x", "y", "n", "seed", "standardize"},
+    **{name: {"x", "n", "seed", "standardize"} for name in PACKAGE_DATASETS},
+}
+
+
+def _read_csv(path: Path):
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    if len(rows) < 2:
+        raise ValueError(f"{path} has no data rows under its header")
+    header, body = rows[0], rows[1:]
+    try:
+        values = np.array([[float(v) for v in row] for row in body])
+    except ValueError as err:
+        raise ValueError(f"{path}: every value must be a number ({err})") from None
+    if values.ndim != 2 or values.shape[1] != len(header):
+        raise ValueError(f"{path}: every row must have {len(header)} values, like the header")
+    return values, header
+
+
+def _columns(table: np.ndarray, header, names, what: str) -> np.ndarray:
+    missing = [c for c in names if c not in header]
+    if missing:
+        raise ValueError(f"{what}: no column {missing[0]!r}; columns: {', '.join(header)}")
+    return table[:, [list(header).index(c) for c in names]]
+
+
+def load(source: str, base=".", n=None, seed=0, noise=0.2, path=None, x=None, y=None, standardize=False) -> Data:
+    """The data a spec's [data] table describes.
+
+    `source`: "sinusoid" (n, noise, seed), "csv" (path relative to `base`, x column names, y column
+    name), or a name in PACKAGE_DATASETS (x: which of its columns; default all). For "csv" and the
+    package data sets, `n` takes a random subset of n rows (by `seed`) and `standardize` centres and
+    scales every column of X and y to mean 0, sd 1 — a zero-mean GP needs centred targets.
+    """
+    if source == "sinusoid":
+        X, t = sinusoid(25 if n is None else n, noise, seed)
+        return Data(X, t, ("x",), "t", f"PRML's sinusoid t = sin(2πx) + ε, n = {len(t)}, noise sd {noise}, seed {seed}")
+    if source == "csv":
+        if path is None or x is None or y is None:
+            raise ValueError("a csv source needs path, x (column names) and y (a column name)")
+        file = Path(base) / path
+        table, header = _read_csv(file)
+        X, t, x_names, y_name = _columns(table, header, x, "data.x"), _columns(table, header, [y], "data.y")[:, 0], tuple(x), y
+        origin = f"{path}"
+    elif source in PACKAGE_DATASETS:
+        X, t, x_names, y_name = PACKAGE_DATASETS[source]()
+        if x is not None:
+            X, x_names = _columns(X, x_names, x, "data.x"), tuple(x)
+        origin = f"{source} ({PACKAGE_DATASETS[source].__doc__.split(':')[0]})"
+    else:
+        raise ValueError(f"unknown source {source!r}; available: sinusoid, csv, {', '.join(PACKAGE_DATASETS)}")
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(t))):
+        raise ValueError(f"{origin}: the data hold NaN or infinite values")
+    if n is not None:
+        if n > len(t):
+            raise ValueError(f"n = {n} but {origin} has only {len(t)} rows")
+        rows = np.sort(np.random.default_rng(seed).choice(len(t), size=n, replace=False))
+        X, t = X[rows], t[rows]
+    if standardize:  # z = (v − mean) / sd per column
+        sd_X, sd_t = X.std(axis=0), t.std()
+        if np.any(sd_X == 0) or sd_t == 0:
+            raise ValueError(f"{origin}: a constant column cannot be standardised")
+        X, t = (X - X.mean(axis=0)) / sd_X, (t - t.mean()) / sd_t
+    how = ", standardised" if standardize else ""
+    return Data(np.asarray(X, float), np.asarray(t, float), tuple(x_names), y_name,
+                f"{origin}: {len(t)} rows, inputs {', '.join(x_names)}, target {y_name}{how}")

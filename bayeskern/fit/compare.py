@@ -33,6 +33,13 @@ class EBvsMCMC:
     sd_ratio: tuple | None
     prob: float
 
+    def to_dict(self) -> dict:
+        """The numbers as plain Python values (lists for arrays)."""
+        params = {n: {k: np.asarray(v).tolist() for k, v in row.items()} for n, row in self.params.items()}
+        return {"params": params, "elpd_loo_eb": self.elpd_loo_eb, "elpd_loo_mcmc": self.elpd_loo_mcmc,
+                "elpd_loo_mcmc_se": self.elpd_loo_mcmc_se, "max_mean_gap_sd": self.max_mean_gap_sd,
+                "sd_ratio": None if self.sd_ratio is None else list(self.sd_ratio), "prob": self.prob}
+
 
 def compare_eb_mcmc(eb: EmpiricalBayesResult, dt: xr.DataTree, prob: float = 0.94) -> EBvsMCMC:
     """Compare an `empirical_bayes` result with a `bayeskern.fit.mcmc` DataTree of the same model."""

@@ -35,6 +35,16 @@ class Diagnostics:
     problems: tuple
     thresholds: dict
 
+    def to_dict(self) -> dict:
+        """The numbers as plain Python values: the table as parameter → statistic → list."""
+        table = {}
+        for key, values in self.table.data_vars.items():
+            name, stat = key.rsplit("__", 1)
+            table.setdefault(name, {})[stat] = np.asarray(values).tolist()
+        return {"passed": self.passed, "problems": list(self.problems), "divergences": self.divergences,
+                "max_depth_hits": self.max_depth_hits, "ebfmi": self.ebfmi.tolist(), "table": table,
+                "thresholds": dict(self.thresholds)}
+
     def __str__(self) -> str:
         return "diagnostics passed" if self.passed else "diagnostics failed: " + "; ".join(self.problems)
 

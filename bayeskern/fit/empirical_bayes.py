@@ -95,6 +95,19 @@ class EmpiricalBayesResult:
     compile_seconds: float
     plug_in: PlugIn = field(repr=False)
 
+    def to_dict(self) -> dict:
+        """The numbers as plain Python values (lists for arrays; NaN kept as float('nan'))."""
+        plain = lambda d: {k: np.asarray(v).tolist() for k, v in d.items()}  # noqa: E731
+        return {
+            "params": plain(self.params), "log_marginal_likelihood": self.log_marginal_likelihood,
+            "objective": self.objective, "include_prior": self.include_prior, "converged": self.converged,
+            "grad_norm": self.grad_norm, "at_bound": dict(self.at_bound), "n_evaluations": self.n_evaluations,
+            "jitter": self.jitter, "laplace_sd": plain(self.laplace.sd), "laplace_ok": self.laplace.ok,
+            "optima": [{"params": plain(o.params), "log_marginal_likelihood": o.log_marginal_likelihood,
+                        "converged": o.converged, "starts": o.starts} for o in self.optima],
+            "seconds": self.seconds, "compile_seconds": self.compile_seconds,
+        }
+
     def posterior(self, Xnew=None, include_noise: bool = False):
         """The exact GP/BLR posterior with the hyperparameters at the optimum (`gp.posterior`/`blr.posterior`)."""
         return self.plug_in.posterior(self.params, Xnew=Xnew, include_noise=include_noise)

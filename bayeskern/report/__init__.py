@@ -1,6 +1,32 @@
-"""Reports: turn analysis results into files (JSON summary, Markdown, CSV), written atomically."""
+"""Reports: an analysis turned into index.html, report.md, figures/*.png, results.nc and summary.json, written atomically."""
 
-from bayeskern.report.gp_fit import gp_fit_files
+import json
+from pathlib import Path
+
+from bayeskern.report.document import blocks, to_html, to_markdown
+from bayeskern.report.figures import figures
+from bayeskern.report.results import results_tree, summary
 from bayeskern.report.writer import write_atomically
 
-__all__ = ["gp_fit_files", "write_atomically"]
+__all__ = ["write_atomically", "write_report"]
+
+
+def write_report(analysis, folder, say=lambda message: None) -> Path:
+    """Write the whole report of `analysis` (from `bayeskern.analysis.run_analysis`) into `folder`.
+
+    Every file is produced in memory (or in a temporary folder) first; the folder is replaced only
+    when all of them exist, so a failure leaves the previous report intact.
+    """
+    drawn = figures(analysis, say)
+    tree = results_tree(analysis)
+    names = ["index.html", "report.md", "results.nc", "summary.json"] + [f"figures/{n}" for n in drawn]
+    numbers = summary(analysis, names)
+    parts = blocks(analysis, numbers, {n: caption for n, (caption, _) in drawn.items()})
+    files = {
+        "index.html": to_html(parts, {n: png for n, (_, png) in drawn.items()}),
+        "report.md": to_markdown(parts),
+        "summary.json": json.dumps(numbers, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+        "results.nc": lambda path: tree.to_netcdf(path, engine="h5netcdf"),
+        **{f"figures/{n}": png for n, (_, png) in drawn.items()},
+    }
+    return write_atomically(folder, files)

@@ -1,0 +1,179 @@
+"""One analysis from one spec: the data, each candidate model fitted, the chosen one by MCMC, the checks — as one record."""
+
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import xarray as xr
+
+from bayeskern import blr, checks, gp
+from bayeskern._linalg import loo_gaussian
+from bayeskern.datasets import Data
+from bayeskern.fit import compare_eb_mcmc, diagnose, empirical_bayes, mcmc, predictive_bands
+from bayeskern.fit.plug_in import PlugIn
+from bayeskern.fit.predictive import factor
+from bayeskern.kernels import FeatureKernel
+from bayeskern._marginal import find_marginal
+from bayeskern.spec import FEATURES, Spec, parse_expression
+
+__all__ = ["Analysis", "Candidate", "run_analysis"]
+
+
+@dataclass
+class Candidate:
+    """One model of the spec: its expression, PyMC model, and empirical-Bayes fit (None without one)."""
+
+    expression: str
+    model: pm.Model
+    eb: object = None
+
+    @property
+    def log_marginal_likelihood(self) -> float | None:
+        return None if self.eb is None else self.eb.log_marginal_likelihood
+
+
+@dataclass
+class Analysis:
+    """Everything a report shows. `selected`: the index of the candidate analysed in full (highest evidence).
+
+    `point`: the hyperparameters used for point summaries — the EB optimum, or the posterior mean
+    without EB. `grid_eb`: the exact posterior at `point` on the prediction grid (None without a
+    grid). `loo_eb`: (mean, sd) of p(tᵢ | t₋ᵢ, θ̂) at every observation (R&W 5.10–5.12). `idata`: the MCMC
+    DataTree; `bands`: its predictive bands on the grid; `loo_pit`: ArviZ's LOO-PIT values.
+    `prior_draws`: (hyperparameters, sample functions on the grid) for the prior figure.
+    `spectrum`: the eigenvalues of the Gram matrix at `point`, ascending.
+    """
+
+    spec: Spec
+    data: Data
+    seed: int
+    candidates: list
+    selected: int
+    point: dict
+    grid_eb: object = None
+    loo_eb: tuple | None = None
+    idata: xr.DataTree | None = None
+    diagnostics: object = None
+    comparison: object = None
+    loo: object = None
+    bands: xr.Dataset | None = None
+    loo_pit: np.ndarray | None = None
+    prior_draws: list = field(default_factory=list)
+    spectrum: np.ndarray | None = None
+    checks: dict = field(default_factory=dict)
+    kernel_trick_curves: dict | None = None
+    seconds: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
+
+    @property
+    def chosen(self) -> Candidate:
+        return self.candidates[self.selected]
+
+
+def _quiet(say: Callable) -> Callable:
+    return say if say is not None else (lambda message: None)
+
+
+def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None] | None = None) -> Analysis:
+    """Fit every candidate by empirical Bayes, the best one by MCMC, run the checks; `say` reports progress."""
+    say = _quiet(say)
+    seed = spec.seed if seed is None else seed
+    seconds: dict = {}
+    data = spec.load_data()
+    say(f"{spec.name}: {data.description}")
+    candidates = [Candidate(text, spec.model(text, data)) for text in spec.candidates]
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if spec.empirical_bayes is not None:
+            for i, c in enumerate(candidates):
+                started = time.perf_counter()
+                say(f"empirical Bayes {i + 1}/{len(candidates)}: {c.expression} ({spec.empirical_bayes['restarts']} starts) …")
+                c.eb = empirical_bayes(c.model, seed=seed, **spec.empirical_bayes)
+                say(f"  log p(t | θ̂) = {c.eb.log_marginal_likelihood:.4f}   ({time.perf_counter() - started:.1f} s)")
+            seconds["empirical_bayes"] = sum(c.eb.seconds for c in candidates)
+        selected = 0 if len(candidates) == 1 else int(np.argmax([c.log_marginal_likelihood for c in candidates]))
+        chosen = candidates[selected]
+        obs, record = find_marginal(chosen.model)
+        plug_in = chosen.eb.plug_in if chosen.eb is not None else PlugIn(chosen.model, record)
+        Xgrid = None if spec.grid is None else spec.grid[:, None]
+
+        result = Analysis(spec, data, seed, candidates, selected, point={})
+        if spec.mcmc is not None:
+            settings = spec.mcmc
+            say(f"MCMC ({settings['sampler']}): {settings['chains']} chains × {settings['tune']} tuning + {settings['draws']} draws …")
+            started = time.perf_counter()
+            dt = mcmc(chosen.model, draws=settings["draws"], tune=settings["tune"], chains=settings["chains"],
+                      seed=seed, sampler=settings["sampler"], thin=settings["thin"], Xnew=Xgrid,
+                      target_accept=settings["target_accept"])
+            seconds["mcmc"] = time.perf_counter() - started
+            say(f"  done in {seconds['mcmc']:.1f} s")
+            result.idata = dt
+            result.diagnostics = diagnose(dt, warn=False)
+            result.loo = az.loo(dt)
+            result.loo_pit = np.asarray(az.loo_pit(dt)[obs.name].values)  # PSIS-weighted P(ỹᵢ ≤ tᵢ | t₋ᵢ)
+            if Xgrid is not None:
+                result.bands = predictive_bands(dt["posterior_predictive"].to_dataset(), prob=0.95)
+            if chosen.eb is not None:
+                result.comparison = compare_eb_mcmc(chosen.eb, dt, prob=0.95)
+        posterior = None if result.idata is None else result.idata["posterior"].to_dataset()
+        result.point = chosen.eb.params if chosen.eb is not None else {
+            name: posterior[name].mean(("chain", "draw")).values for name in plug_in.names}
+
+        numeric = plug_in.numeric(result.point)
+        L, _, _ = factor(numeric, None)  # C = K + σ²I (or ΦΣΦᵀ + σ²I) at the point
+        mean, var, _ = loo_gaussian(L, numeric.y)
+        result.loo_eb = (mean, np.sqrt(var))
+        if Xgrid is not None:
+            result.grid_eb = plug_in.posterior(result.point, Xnew=Xgrid, include_noise=spec.include_noise)
+            result.prior_draws = _prior_draws(chosen.model, plug_in, result.point, Xgrid, spec.report["prior_samples"], seed)
+        gram = numeric.kernel if numeric.kind == "gp" else FeatureKernel(numeric.features, numeric.prior_cov)
+        result.spectrum = np.linalg.eigvalsh(gram.evaluate(data.X))
+        if spec.checks["kernel_trick"] is not None:
+            say("kernel-trick audit: BLR in weight space against the GP with k = φᵀΣφ …")
+            result.checks["kernel_trick"], result.kernel_trick_curves = _kernel_trick(spec, data, numeric, Xgrid)
+    result.seconds = seconds
+    said = [f"{w.category.__name__}: {' '.join(str(w.message).split())}" for w in caught if issubclass(w.category, UserWarning | RuntimeWarning)]
+    result.warnings = list(dict.fromkeys(said))  # each distinct warning once, in order
+    return result
+
+
+def _prior_draws(model, plug_in: PlugIn, point: dict, Xgrid, n_functions: int, seed: int) -> list:
+    """PRML figure 6.5: sample functions from the GP prior at the fitted point and at hyperparameters drawn from the priors."""
+    if n_functions == 0:
+        return []
+    rvs = list(model.free_RVs)
+    draws = pm.draw(rvs, draws=5, random_seed=seed)
+    settings = [point] + [{rv.name: np.asarray(d[j]) for rv, d in zip(rvs, draws, strict=True)} for j in range(5)]
+    out = []
+    for k, params in enumerate(settings):
+        r = plug_in.numeric(params)
+        kernel = r.kernel if r.kind == "gp" else FeatureKernel(r.features, r.prior_cov)
+        try:
+            f = gp.prior_samples(kernel, Xgrid, n=n_functions, seed=seed + k)
+        except ValueError:  # a prior draw whose kernel is not PSD on the grid: shown as an empty panel
+            f = None
+        out.append(({n: np.asarray(v).tolist() for n, v in params.items()}, f))
+    return out
+
+
+def _kernel_trick(spec: Spec, data: Data, numeric, Xgrid):
+    """The audit: BLR with features φ and prior Σ against the GP with k = φᵀΣφ, on the data and the grid."""
+    options = spec.checks["kernel_trick"]
+    if "features" in options:
+        phi = parse_expression(options["features"], FEATURES)
+    else:
+        phi = numeric.features
+    prior_cov = options.get("prior_cov", numeric.prior_cov if numeric.kind == "blr" and "features" not in options else 1.0)
+    sigma = options.get("sigma", numeric.sigma)
+    Xnew = data.X if Xgrid is None else Xgrid
+    res = checks.kernel_trick(phi, prior_cov, data.X, data.y, sigma, Xnew=Xnew)
+    weight = blr.posterior(phi, data.X, data.y, sigma, prior_cov, Xnew=Xnew)
+    function = gp.posterior(FeatureKernel(phi, prior_cov), data.X, data.y, sigma, Xnew=Xnew)
+    curves = {"x": Xnew, "weight_mean": weight.mean, "weight_sd": weight.std, "function_mean": function.mean,
+              "function_sd": function.std, "phi": repr(phi), "prior_cov": np.asarray(prior_cov).tolist(), "sigma": float(sigma)}
+    return res, curves

@@ -1,0 +1,150 @@
+"""The report's text: one list of blocks (headings, paragraphs, tables, figures), rendered to HTML and to Markdown."""
+
+import base64
+import html
+
+import numpy as np
+
+__all__ = ["blocks", "to_html", "to_markdown"]
+
+
+def _num(v, digits: int = 4) -> str:
+    """A number for a table: 4 significant digits, arrays element-wise, None as —."""
+    if v is None:
+        return "—"
+    a = np.asarray(v)
+    if a.ndim:
+        return "[" + ", ".join(_num(x, digits) for x in a.ravel()) + "]"
+    if a.dtype == bool:
+        return "yes" if a else "no"
+    x = float(a)
+    return "NaN" if np.isnan(x) else f"{x:.{digits}g}"
+
+
+def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
+    """The report as blocks: ("h1"|"h2"|"p", text), ("list", items), ("table", header, rows), ("figure", file, caption)."""
+    spec, out = a.spec, []
+    fig = lambda name: [("figure", name, figure_captions[name])] if name in figure_captions else []  # noqa: E731
+    out += [("h1", spec.report["title"]), ("p", spec.description)]
+    out += [("h2", "Data and model"), ("p", a.data.description + ".")]
+    kind = ("a zero-mean Gaussian process, t = f(x) + ε, f ~ GP(0, k), ε ~ N(0, σ²)" if spec.kind == "gp"
+            else "Bayesian linear regression t = Φw + ε, w ~ N(0, Σ = prior_cov·I), ε ~ N(0, σ²), weights integrated out")
+    out.append(("p", f"Model: {kind}. Noise sd σ = {spec.sigma}" + (f"; prior_cov = {spec.prior_cov}" if spec.kind == "blr" else "") + "."))
+    if spec.priors:
+        out.append(("table", ["hyperparameter", "prior"], [[n, p] for n, p in spec.priors.items()]))
+    if a.warnings:
+        out += [("h2", "Warnings"), ("list", a.warnings)]
+
+    if len(a.candidates) > 1:
+        out.append(("h2", "Candidates by evidence"))
+        rows = sorted(summary["candidates"], key=lambda c: -(c["log_marginal_likelihood"] or -np.inf))
+        out.append(("table", ["candidate", "log p(t | θ̂)", "converged"],
+                    [[("→ " if c["expression"] == a.chosen.expression else "") + c["expression"],
+                      _num(c["log_marginal_likelihood"], 6), _num(c["converged"])] for c in rows]))
+        out += fig("evidence.png")
+    out.append(("p", f"Analysed in full: {a.chosen.expression}."))
+
+    eb = summary["empirical_bayes"]
+    if eb is not None:
+        out.append(("h2", "Empirical Bayes (type-II maximum likelihood)"))
+        out.append(("p", f"log p(t | θ̂) = {eb['log_marginal_likelihood']:.6g}; converged: {_num(eb['converged'])} "
+                         f"(max |gradient| {eb['grad_norm']:.2g}); {len(eb['optima'])} distinct optimum/optima from "
+                         f"{eb['restarts']} starts; jitter {eb['jitter']:g}; {eb['seconds']:.1f} s."))
+        out.append(("table", ["hyperparameter", "θ̂", "Laplace sd", "at the edge of its support"],
+                    [[n, _num(v), _num(eb["laplace_sd"][n]), _num(eb["at_bound"][n])] for n, v in eb["params"].items()]))
+
+    mc = summary["mcmc"]
+    if mc is not None:
+        d = mc["diagnostics"]
+        out.append(("h2", "MCMC (NUTS)"))
+        out.append(("p", f"{mc['chains']} chains × {mc['draws']} draws after {mc['tune']} tuning steps ({mc['sampler']}). "
+                         f"Verdict: {mc['verdict']}. Divergences: {d['divergences']}; E-BFMI per chain: {_num(d['ebfmi'], 3)}. "
+                         f"PSIS-LOO elpd = {mc['loo']['elpd']:.4g} ± {mc['loo']['se']:.2g}."))
+        out.append(("table", ["hyperparameter", "posterior mean", "R-hat", "bulk ESS", "tail ESS"],
+                    [[n, _num(mc["posterior_mean"][n]), _num(t["rhat"]), _num(t["ess_bulk"], 3), _num(t["ess_tail"], 3)]
+                     for n, t in d["table"].items()]))
+        out += fig("trace.png") + fig("rank.png") + fig("pair.png")
+
+    cmp = summary["eb_vs_mcmc"]
+    if cmp is not None:
+        out.append(("h2", "Empirical Bayes against MCMC"))
+        out.append(("table", ["hyperparameter", "EB θ̂", "posterior mean", "posterior sd", "95% interval", "z = (θ̂ − mean)/sd", "θ̂ inside"],
+                    [[n, _num(r["eb"]), _num(r["mean"]), _num(r["sd"]), f"{_num(r['lower'])} … {_num(r['upper'])}",
+                      _num(r["z"], 3), _num(r["eb_in_interval"])] for n, r in cmp["params"].items()]))
+        gap = "" if cmp["max_mean_gap_sd"] is None else (
+            f" On the grid the two predictive means differ by at most {cmp['max_mean_gap_sd']:.3g} MCMC sd; "
+            f"sd_EB / sd_MCMC ranges {_num(cmp['sd_ratio'][0], 3)} … {_num(cmp['sd_ratio'][2], 3)} (median {_num(cmp['sd_ratio'][1], 3)}).")
+        out.append(("p", f"Leave-one-out elpd: EB plug-in {cmp['elpd_loo_eb']:.4g} (optimistic: θ̂ saw every point), "
+                         f"MCMC (PSIS-LOO) {cmp['elpd_loo_mcmc']:.4g} ± {cmp['elpd_loo_mcmc_se']:.2g}." + gap))
+
+    out.append(("h2", "Predictions"))
+    out += fig("fit.png") + fig("loo_predictions.png") + fig("loo_pit.png") + fig("prior_samples.png")
+
+    out.append(("h2", "Checks"))
+    spectrum = summary["gram_spectrum"]
+    if spectrum is not None:
+        verdict = ("no eigenvalue below the round-off level" if spectrum["min"] >= -spectrum["roundoff"]
+                   else "an eigenvalue is negative beyond round-off: the kernel is not positive semi-definite on these inputs")
+        out.append(("p", f"Gram matrix at the fitted hyperparameters: λmin = {spectrum['min']:.3g}, λmax = {spectrum['max']:.3g}, "
+                         f"round-off level n·ε·λmax = {spectrum['roundoff']:.2g}: {verdict}."))
+        out += fig("spectrum.png")
+    for name, result in summary["checks"].items():
+        verdict = result.get("passed", result.get("is_psd"))
+        out.append(("p", f"{name}: {'passed' if verdict else 'FAILED'}."))
+        flat = {f"{k}.{j}" if isinstance(v, dict) else k: w for k, v in result.items() for j, w in (v.items() if isinstance(v, dict) else [(None, v)])}
+        out.append(("table", ["quantity", "value"], [[k, v if isinstance(v, str) else _num(v, 3)] for k, v in flat.items()]))
+    out += fig("kernel_trick.png")
+
+    out.append(("h2", "Reproduce"))
+    out.append(("p", f"bayeskern run {spec.path} --seed {a.seed}   (files: {', '.join(summary['files'])})"))
+    return out
+
+
+CSS = """body{font-family:system-ui,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
+table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.9em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}
+th{background:#f3f3f3}figure{margin:1em 0}img{max-width:100%}figcaption{font-size:.85em;color:#555}
+h1{border-bottom:2px solid #1b9e77}h2{margin-top:1.6em;border-bottom:1px solid #ddd}"""
+
+
+def to_html(parts: list[tuple], images: dict[str, bytes]) -> str:
+    """One self-contained HTML file: the figures are embedded as data: URLs, the style is inline."""
+    body, title = [], ""
+    for part in parts:
+        kind = part[0]
+        if kind in ("h1", "h2", "p"):
+            title = title or part[1]
+            body.append(f"<{kind}>{html.escape(part[1])}</{kind}>")
+        elif kind == "list":
+            body.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in part[1]) + "</ul>")
+        elif kind == "table":
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in part[1])
+            rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in part[2])
+            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        elif kind == "figure":
+            data = base64.b64encode(images[part[1]]).decode("ascii")
+            body.append(f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(part[1])}">'
+                        f"<figcaption>{html.escape(part[2])}</figcaption></figure>")
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
+            f"<style>{CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
+
+
+def to_markdown(parts: list[tuple]) -> str:
+    """The same report as Markdown, the figures linked from figures/."""
+    cell = lambda c: str(c).replace("|", "\\|")  # noqa: E731
+    out = []
+    for part in parts:
+        kind = part[0]
+        if kind == "h1":
+            out.append(f"# {part[1]}")
+        elif kind == "h2":
+            out.append(f"## {part[1]}")
+        elif kind == "p":
+            out.append(part[1])
+        elif kind == "list":
+            out.append("\n".join(f"- {i}" for i in part[1]))
+        elif kind == "table":
+            rows = [part[1], ["---"] * len(part[1]), *part[2]]
+            out.append("\n".join("| " + " | ".join(cell(c) for c in r) + " |" for r in rows))
+        elif kind == "figure":
+            out.append(f"![{part[2]}](figures/{part[1]})")
+    return "\n\n".join(out) + "\n"

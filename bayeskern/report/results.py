@@ -1,0 +1,100 @@
+"""The report's data: summary.json (plain numbers and verdicts) and results.nc (the DataTree of every array)."""
+
+import math
+import platform
+from importlib.metadata import version
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["jsonable", "results_tree", "summary"]
+
+
+def jsonable(value):
+    """Plain JSON values: arrays to lists, numpy scalars to Python, NaN and ±inf to None (JSON has neither)."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def summary(a, files: list[str]) -> dict:
+    """Hyperparameters, log marginal likelihood, diagnostics with their verdict, check results, and provenance."""
+    spec = a.spec
+    out = {
+        "name": spec.name,
+        "description": spec.description,
+        "spec": str(spec.path),
+        "seed": a.seed,
+        "data": {**spec.data, "n": int(len(a.data.y)), "inputs": list(a.data.x_names), "target": a.data.y_name,
+                 "description": a.data.description},
+        "model": {"kind": spec.kind, "candidates": list(spec.candidates), "priors": spec.priors, "sigma": spec.sigma,
+                  "prior_cov": spec.prior_cov},
+        "candidates": [{"expression": c.expression, "log_marginal_likelihood": c.log_marginal_likelihood,
+                        "converged": None if c.eb is None else c.eb.converged} for c in a.candidates],
+        "selected": {"index": a.selected, "expression": a.chosen.expression,
+                     "point": {n: np.asarray(v).tolist() for n, v in a.point.items()},
+                     "point_is": "empirical Bayes optimum" if a.chosen.eb is not None else "posterior mean"},
+        "empirical_bayes": None if a.chosen.eb is None else {**spec.empirical_bayes, **a.chosen.eb.to_dict()},
+        "mcmc": None,
+        "eb_vs_mcmc": None if a.comparison is None else a.comparison.to_dict(),
+        "checks": {name: result.to_dict() for name, result in a.checks.items()},
+        "gram_spectrum": None if a.spectrum is None else {
+            "min": float(a.spectrum[0]), "max": float(a.spectrum[-1]),
+            "roundoff": float(len(a.spectrum) * np.finfo(float).eps * max(a.spectrum[-1], 0.0))},
+        "warnings": a.warnings,
+        "seconds": a.seconds,
+        "files": sorted(files),
+        "versions": {"python": platform.python_version(),
+                     **{p: version(p) for p in ("bayeskern", "pymc", "pytensor", "arviz", "numpy", "scipy", "xarray")}},
+    }
+    if a.idata is not None:
+        out["mcmc"] = {**spec.mcmc, "diagnostics": a.diagnostics.to_dict(), "verdict": str(a.diagnostics),
+                       "loo": {"elpd": float(a.loo.elpd), "se": float(a.loo.se), "p": float(a.loo.p)},
+                       "posterior_mean": {n: v.mean(("chain", "draw")).values.tolist()
+                                          for n, v in a.idata["posterior"].to_dataset().data_vars.items()}}
+    return jsonable(out)
+
+
+def results_tree(a) -> xr.DataTree:
+    """The MCMC DataTree (if any) with groups added: `data`, `candidates`, `empirical_bayes`, `predictions`, `checks`."""
+    dt = a.idata.copy() if a.idata is not None else xr.DataTree()
+    dt.attrs = {**dt.attrs, "bayeskern_spec": a.spec.name, "bayeskern_seed": int(a.seed)}
+    obs = np.arange(len(a.data.y))
+    dt["data"] = xr.DataTree(xr.Dataset(
+        {"X": (("obs", "input"), a.data.X), "y": ("obs", a.data.y)},
+        coords={"obs": obs, "input": list(a.data.x_names)}, attrs={"description": a.data.description}))
+    lml = [np.nan if c.log_marginal_likelihood is None else c.log_marginal_likelihood for c in a.candidates]
+    dt["candidates"] = xr.DataTree(xr.Dataset(
+        {"log_marginal_likelihood": ("candidate", np.asarray(lml, float))},
+        coords={"candidate": [c.expression for c in a.candidates]}, attrs={"selected": int(a.selected)}))
+    if a.chosen.eb is not None:
+        eb = a.chosen.eb
+        params = {n: xr.DataArray(np.asarray(v, float), dims=[f"{n}_dim_{i}" for i in range(np.ndim(v))]) for n, v in eb.params.items()}
+        dt["empirical_bayes"] = xr.DataTree(xr.Dataset(params, attrs={
+            "log_marginal_likelihood": eb.log_marginal_likelihood, "converged": int(eb.converged),
+            "grad_norm": eb.grad_norm, "jitter": eb.jitter}))
+    mean, sd = a.loo_eb
+    preds = {"loo_mean": ("obs", mean), "loo_sd": ("obs", sd)}
+    coords = {"obs": obs}
+    if a.grid_eb is not None:
+        coords["x"] = a.spec.grid
+        preds |= {"mean": ("x", a.grid_eb.mean), "sd": ("x", a.grid_eb.std)}
+        if a.bands is not None:
+            preds |= {f"mcmc_{k}": ("x", v.values) for k, v in a.bands.data_vars.items()}
+    dt["predictions"] = xr.DataTree(xr.Dataset(preds, coords=coords, attrs={"include_noise": int(a.spec.include_noise)}))
+    checks = {}
+    if a.spectrum is not None:
+        checks["gram_eigenvalues"] = ("eigenvalue", a.spectrum)
+    if a.loo_pit is not None:
+        checks["loo_pit"] = ("obs", a.loo_pit)
+    if checks:
+        dt["checks"] = xr.DataTree(xr.Dataset(checks, coords={"obs": obs} if a.loo_pit is not None else {}))
+    return dt
