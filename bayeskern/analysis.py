@@ -84,8 +84,8 @@ def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None]
     seed = spec.seed if seed is None else seed
     seconds: dict = {}
     data = spec.load_data()
+    candidates = [Candidate(text, spec.model(text, data)) for text in spec.candidates]  # a bad spec fails here, before any output
     say(f"{spec.name}: {data.description}")
-    candidates = [Candidate(text, spec.model(text, data)) for text in spec.candidates]
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

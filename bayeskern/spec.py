@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pymc as pm
+import pytensor
 
 from bayeskern import blr, datasets, features, gp, kernels
 
@@ -152,6 +153,7 @@ class Spec:
                     blr.likelihood("y", X=data.X, y=data.y, features=phi, prior_cov=prior_cov, sigma=sigma, collapsed=True, dims="obs")
             except ValueError as err:
                 raise SpecError(self.path, key, f"{candidate!r}: {err}") from None
+        _check_priors(self.path, model)
         return model
 
 
@@ -167,6 +169,19 @@ def _prior(path, name: str, text: str):
         return parse_expression(text, {n: make(d) for n, d in PRIORS.items()})
     except ValueError as err:
         raise SpecError(path, f"priors.{name}", str(err)) from None
+
+
+def _check_priors(path, model: pm.Model) -> None:
+    """Every prior has a finite log density at its initial value (PyMC does not check parameters when declaring)."""
+    point = model.initial_point()
+    for rv in model.free_RVs:
+        fn = pytensor.function(model.value_vars, model.logp(vars=[rv], jacobian=False), mode="FAST_COMPILE", on_unused_input="ignore")
+        try:
+            value = fn(**{v.name: point[v.name] for v in model.value_vars})
+        except ValueError as err:  # PyMC's parameter checks (ParameterValueError), e.g. "sigma > 0"
+            raise SpecError(path, f"priors.{rv.name}", f"invalid parameters: {err}") from None
+        if not np.isfinite(value):
+            raise SpecError(path, f"priors.{rv.name}", "its log density is not finite at its initial value: are its parameters valid?")
 
 
 # ---------------------------------------------------------------------------------------------------

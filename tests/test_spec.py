@@ -1,0 +1,156 @@
+"""The spec format: safe expressions, the models a spec builds, the data sources, and one clear error per bad spec."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import bayeskern as bk
+from bayeskern import cli, spec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BASE = """
+name = "base"
+[data]
+source = "sinusoid"
+n = 8
+noise = 0.1
+seed = 3
+[priors]
+ell = "Gamma(alpha=2.0, beta=4.0)"
+noise = "HalfNormal(sigma=0.5)"
+[model]
+kind = "gp"
+kernel = "2.0 * RBF(lengthscale=ell)"
+sigma = "noise"
+"""
+
+
+def _write(tmp_path, text, name="spec.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_kernel_expressions_are_parsed_safely():
+    k = spec.parse_kernel("2.0 * RBF(lengthscale=0.5) + Constant(1.0) + Linear()")
+    X = np.linspace(0, 1, 4)
+    expected = (2.0 * bk.kernels.RBF(0.5) + bk.kernels.Constant(1.0) + bk.kernels.Linear()).evaluate(X)
+    np.testing.assert_allclose(k.evaluate(X), expected, rtol=1e-15)
+    np.testing.assert_allclose(spec.parse_kernel("RBF([0.5, 2.0])").evaluate(np.ones((2, 2))), np.ones((2, 2)))
+    for bad in ["os.system('x')", "RBF(0.5).__class__", "[c for c in 'ab']", "lambda: 1", "RBF(1) - Linear()", "RBF(",
+                "__import__('os')", "RBF(**{'lengthscale': 1})", "'text'", "ell"]:
+        with pytest.raises(ValueError):
+            spec.parse_kernel(bad)
+
+
+def test_the_model_a_spec_builds_has_its_priors_and_the_exact_likelihood(tmp_path):
+    s = spec.load(_write(tmp_path, BASE))
+    data = s.load_data()
+    X, t = bk.datasets.sinusoid(8, 0.1, 3)
+    np.testing.assert_array_equal(data.X, X)
+    model = s.model(s.candidates[0], data)
+    assert sorted(rv.name for rv in model.free_RVs) == ["ell", "noise"]
+    point = {"ell_log__": np.log(0.3), "noise_log__": np.log(0.2)}
+    # the model's log-likelihood term against a numpy GP at ℓ = 0.3, σ = 0.2 (plain solves; rtol 1e-10 for round-off)
+    import reference
+
+    K = 2.0 * reference.rbf(X, X, 0.3)
+    expected = reference.gp_posterior(K, K, K, t, 0.2)[2]
+    logp = model.compile_logp(vars=[model["y"]], jacobian=False)(point)
+    np.testing.assert_allclose(logp, expected, rtol=1e-10)
+    # the priors as declared: Gamma(2, 4) at 0.3 and HalfNormal(0.5) at 0.2 (scipy's densities, rtol 1e-12)
+    from scipy import stats
+
+    prior = model.compile_logp(vars=[model["ell"], model["noise"]], jacobian=False)(point)
+    np.testing.assert_allclose(prior, stats.gamma(2.0, scale=1 / 4.0).logpdf(0.3) + stats.halfnorm(scale=0.5).logpdf(0.2), rtol=1e-12)
+
+
+def test_blr_spec_with_several_feature_maps(tmp_path):
+    text = BASE.replace('kind = "gp"\nkernel = "2.0 * RBF(lengthscale=ell)"', 'kind = "blr"\nfeatures = ["Polynomial(degree=1)", "Polynomial(degree=3)"]\nprior_cov = "a"')
+    text = text.replace('ell = "Gamma(alpha=2.0, beta=4.0)"', 'a = "HalfNormal(sigma=10.0)"')
+    s = spec.load(_write(tmp_path, text))
+    assert s.kind == "blr" and s.candidates == ("Polynomial(degree=1)", "Polynomial(degree=3)")
+    model = s.model(s.candidates[1], s.load_data())
+    assert sorted(rv.name for rv in model.free_RVs) == ["a", "noise"]
+
+
+def test_csv_and_package_data_sources(tmp_path):
+    rng = np.random.default_rng(0)
+    table = np.column_stack([rng.normal(size=12), rng.normal(size=12), rng.normal(size=12)])
+    np.savetxt(tmp_path / "d.csv", table, delimiter=",", header="a,b,target", comments="")
+    text = BASE.replace('source = "sinusoid"\nn = 8\nnoise = 0.1\nseed = 3', 'source = "csv"\npath = "d.csv"\nx = ["b", "a"]\ny = "target"')
+    s = spec.load(_write(tmp_path, text))
+    data = s.load_data()
+    np.testing.assert_array_equal(data.X, table[:, [1, 0]])
+    np.testing.assert_array_equal(data.y, table[:, 2])
+    assert cli.main(["check", str(tmp_path / "spec.toml")]) == 0
+
+    pytest.importorskip("sklearn")
+    from sklearn.datasets import load_diabetes
+
+    d = bk.datasets.load("sklearn.diabetes", x=["bmi", "bp"], n=50, seed=1, standardize=True)
+    ref = load_diabetes()
+    rows = np.sort(np.random.default_rng(1).choice(442, size=50, replace=False))
+    X = ref.data[rows][:, [2, 3]]
+    np.testing.assert_allclose(d.X, (X - X.mean(0)) / X.std(0), rtol=1e-12)
+    np.testing.assert_allclose(d.y, (ref.target[rows] - ref.target[rows].mean()) / ref.target[rows].std(), rtol=1e-12)
+
+
+BAD = [
+    # (what, replacement in BASE, the key the message must name, a word of the reason)
+    ("unknown kernel name", ("RBF(lengthscale=ell)", "Foo(lengthscale=ell)"), "model.kernel", "unknown name 'Foo'"),
+    ("unknown top-level key", ("[data]", "colour = 1\n[data]"), "colour", "unknown key"),
+    ("unknown key in a table", ("[model]", "[model]\ncolour = 1"), "model.colour", "unknown key"),
+    ("wrong type", ("n = 8", 'n = "eight"'), "data.n", "must be an integer"),
+    ("wrong type of a table", ("seed = 3", "seed = 3.5"), "data.seed", "must be an integer"),
+    ("arbitrary Python call", ("2.0 * RBF(lengthscale=ell)", "__import__('os').system('touch /tmp/pwned')"), "model.kernel", "unknown name"),
+    ("attribute access", ("2.0 * RBF(lengthscale=ell)", "RBF(1.0).__class__"), "model.kernel", "not allowed"),
+    ("Python in a prior", ('HalfNormal(sigma=0.5)', "exec('1')"), "priors.noise", "unknown name 'exec'"),
+    ("unknown prior distribution", ('HalfNormal(sigma=0.5)', "Cauchy2(beta=1.0)"), "priors.noise", "unknown name"),
+    ("undeclared prior name", ('sigma = "noise"', 'sigma = "tau"'), "model.sigma", "unknown name 'tau'"),
+    ("prior given as a table", ('[model]', '[priors.extra]\n[model]'), "priors.extra", "must be a string"),
+    ("negative noise", ('sigma = "noise"', "sigma = -0.1"), "model.sigma", "must be positive"),
+    ("unknown data source", ('source = "sinusoid"', 'source = "mystery"'), "data.source", "unknown source"),
+    ("unknown model kind", ('kind = "gp"', 'kind = "svm"'), "model.kind", "unknown kind"),
+    ("bad kernel hyperparameter", ("2.0 * RBF(lengthscale=ell)", "RBF(lengthscale=ell) + RBF(lengthscale=-1.0)"), "model.kernel", "lengthscale"),
+    ("bad prior argument", ('HalfNormal(sigma=0.5)', "HalfNormal(sigma=-0.5)"), "priors.noise", "invalid parameters: sigma > 0"),
+    ("bad grid", ("[model]", "[predict]\nstart = 1.0\nstop = 0.0\n[model]"), "predict", "start < stop"),
+    ("not TOML", ("[data]", "[data"), "(file)", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("what, change, key, reason", BAD, ids=[b[0] for b in BAD])
+def test_bad_spec_gets_one_line_naming_file_key_and_reason_and_exit_code_2(tmp_path, capsys, what, change, key, reason):
+    assert change[0] in BASE
+    path = _write(tmp_path, BASE.replace(*change))
+    out = tmp_path / "never"
+    assert cli.main(["run", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"bayeskern: error: {path}: {key}:"), err[0]
+    assert reason in err[0], err[0]
+    assert not out.exists()
+    assert cli.main(["check", str(path)]) == 2
+    assert not Path("/tmp/pwned").exists()
+
+
+def test_a_prior_that_is_not_used_is_named(tmp_path, capsys):
+    path = _write(tmp_path, BASE.replace('noise = "HalfNormal(sigma=0.5)"', 'noise = "HalfNormal(sigma=0.5)"\nspare = "HalfNormal(sigma=1.0)"'))
+    assert cli.main(["check", str(path)]) == 2
+    assert re.search(r"priors\.spare: declared but not used", capsys.readouterr().err)
+
+
+def test_missing_data_file_is_named(tmp_path, capsys):
+    text = BASE.replace('source = "sinusoid"\nn = 8\nnoise = 0.1\nseed = 3', 'source = "csv"\npath = "nowhere.csv"\nx = ["a"]\ny = "b"')
+    path = _write(tmp_path, text)
+    assert cli.main(["check", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{path}: data.path: no such file" in err and "nowhere.csv" in err
+
+
+def test_missing_spec_file():
+    assert cli.main(["check", "no/such/spec.toml"]) == 2
