@@ -162,18 +162,23 @@ def _prior_draws(model, plug_in: PlugIn, point: dict, Xgrid, n_functions: int, s
 
 
 def _kernel_trick(spec: Spec, data: Data, numeric, Xgrid):
-    """The audit: BLR with features φ and prior Σ against the GP with k = φᵀΣφ, on the data and the grid."""
+    """The audit: BLR with features φ and prior Σ against the GP, on the data and the grid.
+
+    For a GP model the GP side is the model's own kernel at the fitted point, so the audit asks whether
+    that kernel is φᵀΣφ for the spec's φ and Σ; for a BLR model it is k = φᵀΣφ of the model's (or the
+    spec's) features.
+    """
     options = spec.checks["kernel_trick"]
-    if "features" in options:
-        phi = parse_expression(options["features"], FEATURES)
-    else:
-        phi = numeric.features
-    prior_cov = options.get("prior_cov", numeric.prior_cov if numeric.kind == "blr" and "features" not in options else 1.0)
+    phi = parse_expression(options["features"], FEATURES) if "features" in options else numeric.features
+    own = numeric.kind == "blr" and "features" not in options
+    prior_cov = options.get("prior_cov", numeric.prior_cov if own else 1.0)
     sigma = options.get("sigma", numeric.sigma)
+    kernel = numeric.kernel if numeric.kind == "gp" else FeatureKernel(phi, prior_cov)
     Xnew = data.X if Xgrid is None else Xgrid
-    res = checks.kernel_trick(phi, prior_cov, data.X, data.y, sigma, Xnew=Xnew)
+    res = checks.kernel_trick(phi, prior_cov, data.X, data.y, sigma, Xnew=Xnew, kernel=kernel)
     weight = blr.posterior(phi, data.X, data.y, sigma, prior_cov, Xnew=Xnew)
-    function = gp.posterior(FeatureKernel(phi, prior_cov), data.X, data.y, sigma, Xnew=Xnew)
+    function = gp.posterior(kernel, data.X, data.y, sigma, Xnew=Xnew)
     curves = {"x": Xnew, "weight_mean": weight.mean, "weight_sd": weight.std, "function_mean": function.mean,
-              "function_sd": function.std, "phi": repr(phi), "prior_cov": np.asarray(prior_cov).tolist(), "sigma": float(sigma)}
+              "function_sd": function.std, "phi": repr(phi), "kernel": repr(kernel),
+              "prior_cov": np.asarray(prior_cov).tolist(), "sigma": float(sigma)}
     return res, curves

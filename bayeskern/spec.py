@@ -46,7 +46,7 @@ class SpecError(ValueError):
 
 
 def parse_expression(text: str, callables: dict, names: dict | None = None):
-    """Evaluate a whitelisted expression: numbers, lists, +, *, unary minus, `names`, calls of `callables`.
+    """Evaluate a whitelisted expression: numbers, True/False, lists, +, *, unary minus, `names`, calls of `callables`.
 
     Raises ValueError with the reason (an unknown name, a construct that is not allowed, a
     constructor's own complaint).
@@ -67,7 +67,7 @@ def parse_kernel(text: str, names: dict | None = None):
 
 
 def _evaluate(node, callables: dict, names: dict):
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):  # numbers, True and False
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_evaluate(node.operand, callables, names)

@@ -8,7 +8,7 @@ from bayeskern.report.figures import figures
 from bayeskern.report.results import results_tree, summary
 from bayeskern.report.writer import write_atomically
 
-__all__ = ["write_atomically", "write_report"]
+__all__ = ["results_tree", "summary", "write_atomically", "write_report"]
 
 
 def write_report(analysis, folder, say=lambda message: None) -> Path:

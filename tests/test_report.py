@@ -1,0 +1,261 @@
+"""End to end: a small spec run into a report — every file, the numbers against numpy, results.nc, determinism,
+a real browser, and the previous report kept when a run fails."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from matplotlib.image import imread
+
+import reference
+from bayeskern import cli, spec
+from bayeskern.datasets import sinusoid
+from bayeskern.analysis import run_analysis
+from bayeskern.report import results_tree, write_report
+
+SMALL = """
+name = "small"
+description = "a small test spec"
+seed = 1
+[data]
+source = "sinusoid"
+n = 10
+noise = 0.1
+seed = 3
+[priors]
+ell = "Gamma(alpha=2.0, beta=4.0)"
+eta = "HalfNormal(sigma=2.0)"
+noise = "HalfNormal(sigma=0.5)"
+[model]
+kind = "gp"
+kernel = "eta * RBF(lengthscale=ell)"
+sigma = "noise"
+[fit.empirical_bayes]
+restarts = 2
+[fit.mcmc]
+draws = 60
+tune = 60
+chains = 2
+[predict]
+start = 0.0
+stop = 1.0
+num = 21
+[checks]
+psd = true
+kernel_trick = { features = "Polynomial(degree=3)", prior_cov = 2.0 }
+[report]
+prior_samples = 3
+"""
+
+FIGURES = ["fit.png", "kernel_trick.png", "loo_pit.png", "pair.png", "prior_samples.png", "rank.png", "spectrum.png", "trace.png"]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """The small spec, analysed once through the Python API and written to a report folder."""
+    folder = tmp_path_factory.mktemp("small")
+    path = folder / "small.toml"
+    path.write_text(SMALL)
+    analysis = run_analysis(spec.load(path))
+    report = write_report(analysis, folder / "report")
+    return path, analysis, report
+
+
+def test_every_file_is_written_and_well_formed(small):
+    _, _, report = small
+    assert sorted(p.name for p in report.iterdir()) == ["figures", "index.html", "report.md", "results.nc", "summary.json"]
+    assert sorted(p.name for p in (report / "figures").iterdir()) == FIGURES
+    for png in (report / "figures").iterdir():
+        assert imread(png).shape[0] > 100  # decodes as an image
+    html = (report / "index.html").read_text()
+    assert html.count("data:image/png;base64,") == len(FIGURES) and "src=\"figures/" not in html  # self-contained
+    md = (report / "report.md").read_text()
+    assert all(f"(figures/{name})" in md for name in FIGURES)
+    summary = json.loads((report / "summary.json").read_text())
+    assert set(summary) >= {"name", "data", "model", "candidates", "selected", "empirical_bayes", "mcmc", "eb_vs_mcmc",
+                            "checks", "gram_spectrum", "warnings", "files", "versions", "seed"}
+    assert set(summary["empirical_bayes"]) >= {"params", "log_marginal_likelihood", "converged", "grad_norm", "laplace_sd", "at_bound"}
+    assert set(summary["mcmc"]) >= {"diagnostics", "verdict", "loo", "posterior_mean"}
+    assert set(summary["mcmc"]["diagnostics"]) >= {"passed", "problems", "divergences", "ebfmi", "table"}
+    assert summary["checks"]["kernel_trick"]["passed"] is True
+    assert sorted(summary["files"]) == sorted(["index.html", "report.md", "results.nc", "summary.json"] + [f"figures/{n}" for n in FIGURES])
+
+
+def test_the_reported_numbers_match_numpy(small):
+    """The EB optimum's log marginal likelihood and the grid posterior against a numpy GP written from PRML 6.66–6.67
+    (plain solves; rtol 1e-9 allows round-off of the two factorisations), the spectrum against numpy's eigvalsh."""
+    _, analysis, report = small
+    summary = json.loads((report / "summary.json").read_text())
+    p = summary["empirical_bayes"]["params"]
+    X, t = analysis.data.X, analysis.data.y
+    grid = np.linspace(0, 1, 21)[:, None]
+    k = lambda A, B: p["eta"] * reference.rbf(A, B, p["ell"])  # noqa: E731
+    mean, cov, lml = reference.gp_posterior(k(X, X), k(X, grid), k(grid, grid), t, p["noise"])
+    np.testing.assert_allclose(summary["empirical_bayes"]["log_marginal_likelihood"], lml, rtol=1e-9)
+    results = xr.open_datatree(report / "results.nc")
+    predictions = results["predictions"].to_dataset()
+    np.testing.assert_allclose(predictions["mean"].values, mean, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(predictions["sd"].values, np.sqrt(np.clip(np.diag(cov), 0, None)), rtol=1e-7, atol=1e-10)
+    # leave-one-out at θ̂ by brute force: refit without point i (R&W 5.10–5.12 give the same in closed form)
+    loo = [reference.gp_posterior(k(np.delete(X, i, 0), np.delete(X, i, 0)), k(np.delete(X, i, 0), X[i:i + 1]), k(X[i:i + 1], X[i:i + 1]),
+                                  np.delete(t, i), p["noise"]) for i in range(len(t))]
+    np.testing.assert_allclose(predictions["loo_mean"].values, [m[0] for m, _, _ in loo], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(predictions["loo_sd"].values, [np.sqrt(c[0, 0] + p["noise"] ** 2) for _, c, _ in loo], rtol=1e-8)
+    eig = np.linalg.eigvalsh(k(X, X))
+    np.testing.assert_allclose(results["checks"].to_dataset()["gram_eigenvalues"].values, eig, atol=1e-12 * eig.max())
+    # the MCMC posterior means in the summary are those of the draws in results.nc
+    posterior = results["posterior"].to_dataset()
+    for name, value in summary["mcmc"]["posterior_mean"].items():
+        np.testing.assert_allclose(value, posterior[name].mean().item(), rtol=1e-12)
+
+
+def test_results_nc_round_trips_exactly(small):
+    _, analysis, report = small
+    written = results_tree(analysis)
+    back = xr.open_datatree(report / "results.nc")
+    assert set(back.children) == set(written.children) >= {"posterior", "sample_stats", "log_likelihood", "posterior_predictive",
+                                                          "observed_data", "data", "candidates", "empirical_bayes", "predictions", "checks"}
+    for name in written.children:
+        xr.testing.assert_equal(back[name].to_dataset(), written[name].to_dataset())
+
+
+def _without_times(summary: dict) -> dict:
+    summary.pop("seconds")  # wall times differ between runs; nothing else may
+    for key in ("seconds", "compile_seconds"):
+        summary["empirical_bayes"].pop(key)
+    for key in ("seconds", "cheaper"):  # the audit times both sides and says which was faster
+        summary["checks"]["kernel_trick"].pop(key)
+    return summary
+
+
+def test_the_same_seed_gives_the_same_numbers_through_the_command(small, tmp_path):
+    path, _, report = small
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "again")]) == 0
+    first, again = (_without_times(json.loads((f / "summary.json").read_text())) for f in (report, tmp_path / "again"))
+    assert first == again
+    a, b = xr.open_datatree(report / "results.nc"), xr.open_datatree(tmp_path / "again" / "results.nc")
+    for name in a.children:  # equal values; attributes such as created_at and sampling_time differ
+        xr.testing.assert_equal(a[name].to_dataset(), b[name].to_dataset())
+
+
+def _chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.fail("Debian's chromium is needed for the browser test: apt-get install chromium (.ci/run installs it)")
+    return path
+
+
+def test_the_report_opens_in_a_real_browser(small):
+    """Headless Chromium loads index.html: every image decodes and the console shows no errors."""
+    from playwright.sync_api import sync_playwright
+
+    _, _, report = small
+    errors = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto((report / "index.html").as_uri())
+            page.wait_for_load_state("load")
+            images = page.evaluate("() => Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.naturalHeight])")
+            title = page.title()
+            headings = page.evaluate("() => Array.from(document.querySelectorAll('h2')).map(h => h.textContent)")
+        finally:
+            browser.close()
+    assert len(images) == len(FIGURES)
+    assert all(done and w > 100 and h > 100 for done, w, h in images), images
+    assert errors == []
+    assert title == "small"
+    assert {"Empirical Bayes (type-II maximum likelihood)", "MCMC (NUTS)", "Empirical Bayes against MCMC", "Checks"} <= set(headings)
+
+
+def test_a_failed_run_keeps_the_previous_report(small, tmp_path, monkeypatch, capsys):
+    path, analysis, report = small
+    folder = tmp_path / "kept"
+    shutil.copytree(report, folder)
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+    def disk_full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(xr.DataTree, "to_netcdf", disk_full)  # fails after index.html, report.md and the figures are written
+    monkeypatch.setattr("bayeskern.analysis.run_analysis", lambda *args, **kwargs: analysis)
+    assert cli.main(["run", str(path), "--out", str(folder)]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert after == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]  # no temporary folder left behind
+
+
+BLR = """
+name = "order"
+[data]
+source = "sinusoid"
+n = 12
+noise = 0.2
+seed = 0
+[priors]
+a = "HalfNormal(sigma=10.0)"
+noise = "HalfNormal(sigma=1.0)"
+[model]
+kind = "blr"
+features = ["Polynomial(degree=1)", "Polynomial(degree=3)", "Polynomial(degree=5)"]
+prior_cov = "a"
+sigma = "noise"
+[fit.empirical_bayes]
+restarts = 2
+[predict]
+start = 0.0
+stop = 1.0
+num = 11
+[report]
+prior_samples = 2
+"""
+
+
+def test_blr_candidates_ranked_by_evidence(tmp_path):
+    """Each feature map's evidence at its optimum against numpy's N(t | 0, σ²I + a·ΦΦᵀ) (rtol 1e-9); the best is analysed."""
+    path = tmp_path / "order.toml"
+    path.write_text(BLR)
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "r")]) == 0
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    X, t = sinusoid(12, 0.2, 0)
+    lml = [c["log_marginal_likelihood"] for c in summary["candidates"]]
+    assert summary["selected"]["index"] == int(np.argmax(lml))
+    best = summary["empirical_bayes"]["params"]
+    Phi = reference.poly_features(X, [1, 3, 5][summary["selected"]["index"]])
+    expected = reference.blr_posterior(Phi, t, best["noise"], best["a"] * np.eye(Phi.shape[1]), Phi)[4]
+    np.testing.assert_allclose(lml[summary["selected"]["index"]], expected, rtol=1e-9)
+    assert summary["mcmc"] is None and summary["eb_vs_mcmc"] is None
+    assert sorted(p.name for p in (tmp_path / "r" / "figures").iterdir()) == ["evidence.png", "fit.png", "prior_samples.png", "spectrum.png"]
+
+
+def test_inputs_of_several_dimensions_get_leave_one_out_predictions(tmp_path):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(15, 2))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.normal(size=15)
+    np.savetxt(tmp_path / "d.csv", np.column_stack([X, y]), delimiter=",", header="u,v,y", comments="")
+    (tmp_path / "s.toml").write_text("""
+[data]
+source = "csv"
+path = "d.csv"
+x = ["u", "v"]
+y = "y"
+[priors]
+ell = "Gamma(alpha=2.0, beta=1.0)"
+[model]
+kind = "gp"
+kernel = "RBF(lengthscale=ell) + Linear()"
+sigma = 0.1
+[checks]
+psd = true
+""")
+    assert cli.main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "r")]) == 0
+    assert sorted(p.name for p in (tmp_path / "r" / "figures").iterdir()) == ["loo_predictions.png", "spectrum.png"]
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["data"]["inputs"] == ["u", "v"] and summary["data"]["n"] == 15
