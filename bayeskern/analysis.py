@@ -78,8 +78,11 @@ def _quiet(say: Callable) -> Callable:
     return say if say is not None else (lambda message: None)
 
 
-def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None] | None = None) -> Analysis:
-    """Fit every candidate by empirical Bayes, the best one by MCMC, run the checks; `say` reports progress."""
+def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None] | None = None, progressbar: bool = False) -> Analysis:
+    """Fit every candidate by empirical Bayes, the best one by MCMC, run the checks.
+
+    `seed` replaces the spec's seed; `say` receives a line per step; `progressbar` shows the sampler's.
+    """
     say = _quiet(say)
     seed = spec.seed if seed is None else seed
     seconds: dict = {}
@@ -109,7 +112,7 @@ def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None]
             started = time.perf_counter()
             dt = mcmc(chosen.model, draws=settings["draws"], tune=settings["tune"], chains=settings["chains"],
                       seed=seed, sampler=settings["sampler"], thin=settings["thin"], Xnew=Xgrid,
-                      target_accept=settings["target_accept"])
+                      target_accept=settings["target_accept"], progressbar=progressbar)
             seconds["mcmc"] = time.perf_counter() - started
             say(f"  done in {seconds['mcmc']:.1f} s")
             result.idata = dt

@@ -21,7 +21,7 @@ def run(path, out=None, seed=None) -> Path:
 
     started = time.perf_counter()
     spec = specs.load(path)
-    analysis = run_analysis(spec, seed=seed, say=_say)
+    analysis = run_analysis(spec, seed=seed, say=_say, progressbar=sys.stderr.isatty())
     folder = write_report(analysis, Path(out) if out else Path("reports") / spec.name, say=_say)
     _say(f"wrote {folder}/ (index.html, report.md, figures/, results.nc, summary.json) in {time.perf_counter() - started:.0f} s")
     return folder
