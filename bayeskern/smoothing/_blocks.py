@@ -1,0 +1,101 @@
+"""Row blocks of squared distances ‖x − x′‖² by BLAS, so that no more than a set number of bytes is held at once."""
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from bayeskern._validation import as_inputs, as_targets, check_number, same_columns
+
+__all__ = ["BLOCK_BYTES", "Distances", "SmoothingWarning", "check_bandwidth", "check_data", "check_grid", "plain", "row_blocks", "sqdist_block"]
+
+#: bytes of one (rows × n) float64 block; a 10⁴ × 10⁴ evaluation then runs in 10⁴·n·8 / BLOCK_BYTES blocks
+BLOCK_BYTES = 2**23
+
+
+class SmoothingWarning(UserWarning):
+    """A smoother's tuning parameter was chosen at the edge of its search grid."""
+
+
+def check_data(X, y=None, Xnew=None):
+    """X (n, d), y (n,) and Xnew (m, d) as float64 arrays; ValueErrors name the argument."""
+    X = as_inputs(X, "X")
+    out = [X]
+    if y is not None:
+        out.append(as_targets(y, X.shape[0], "y"))
+    if Xnew is not None:
+        Xnew = as_inputs(Xnew, "Xnew")
+        same_columns(X, Xnew, "X", "Xnew")
+        out.append(Xnew)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def check_bandwidth(h, name: str = "bandwidth") -> float:
+    """A bandwidth h: one finite number > 0."""
+    if isinstance(h, bool):
+        raise ValueError(f"{name} must be a positive number, got {h!r}")
+    a = check_number(h, name)
+    if a.ndim != 0:
+        raise ValueError(f"{name} must be a single number, got shape {a.shape}")
+    if not a > 0:
+        raise ValueError(f"{name} must be positive, got {h!r}")
+    return float(a)
+
+
+def check_grid(grid, name: str = "bandwidth") -> np.ndarray:
+    """A 1-D grid of candidate values, each finite and > 0."""
+    a = check_number(grid, name)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a number or a 1-D grid of candidates, got shape {a.shape}")
+    if not np.all(a > 0):
+        raise ValueError(f"{name} candidates must be positive, got {grid!r}")
+    return a
+
+
+def row_blocks(m: int, n: int, arrays: int = 1) -> Iterator[slice]:
+    """Slices of the m rows such that `arrays` blocks of (rows × n) float64 fit in BLOCK_BYTES."""
+    rows = max(1, BLOCK_BYTES // (8 * n * arrays))
+    for start in range(0, m, rows):
+        yield slice(start, min(start + rows, m))
+
+
+class Distances:
+    """‖aᵢ − xⱼ‖² from the expansion ‖a‖² + ‖x‖² − 2aᵀx, one BLAS product per block, clipped at 0.
+
+    The data are centred first (at the mean of X), which keeps the cancellation in the expansion at
+    the scale of the spread of the data rather than their distance from the origin.
+    """
+
+    def __init__(self, X: np.ndarray):
+        self.center = X.mean(axis=0)
+        Xc = X - self.center
+        # B = [−2X, 1, ‖x‖²], so that [a, ‖a‖², 1] Bᵀ = ‖a‖² + ‖x‖² − 2aᵀx
+        self._B = np.hstack([-2.0 * Xc, np.ones((len(X), 1)), np.einsum("ij,ij->i", Xc, Xc)[:, None]])
+
+    def augment(self, A: np.ndarray) -> np.ndarray:
+        """[a, ‖a‖², 1] for the rows a of A, centred like X."""
+        Ac = A - self.center
+        return np.hstack([Ac, np.einsum("ij,ij->i", Ac, Ac)[:, None], np.ones((len(A), 1))])
+
+    def block(self, A_aug: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The (rows × n) block of squared distances from augmented rows (see `augment`)."""
+        D = np.matmul(A_aug, self._B.T, out=out)  # ‖a‖² + ‖x‖² − 2aᵀx
+        return np.maximum(D, 0.0, out=D)  # round-off can make it slightly negative
+
+
+def sqdist_block(A: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """All ‖aᵢ − xⱼ‖² at once (small inputs only; large ones go through `Distances` in blocks)."""
+    dist = Distances(X)
+    return dist.block(dist.augment(A))
+
+
+def plain(value):
+    """A JSON-able copy: arrays become lists, numpy scalars Python numbers, dicts and tuples recurse."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
