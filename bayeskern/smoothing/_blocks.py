@@ -1,15 +1,26 @@
 """Row blocks of squared distances ‖x − x′‖² by BLAS, so that no more than a set number of bytes is held at once."""
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from bayeskern._validation import as_inputs, as_targets, check_number, same_columns
 
-__all__ = ["BLOCK_BYTES", "Distances", "SmoothingWarning", "check_bandwidth", "check_data", "check_grid", "plain", "row_blocks", "sqdist_block"]
+__all__ = [
+    "BLOCK_BYTES", "THREADS", "Distances", "SmoothingWarning", "check_bandwidth", "check_data", "check_grid", "map_row_blocks",
+    "plain", "row_blocks", "sqdist_block",
+]
 
-#: bytes of one (rows × n) float64 block; a 10⁴ × 10⁴ evaluation then runs in 10⁴·n·8 / BLOCK_BYTES blocks
-BLOCK_BYTES = 2**23
+#: bytes of one (rows × n) float64 block: small enough to stay in cache between the passes over it
+#: (and below the allocator's mmap threshold, so a block costs no fresh pages); at least one row
+BLOCK_BYTES = 2**20
+
+#: threads that evaluate row blocks side by side (numpy's ufuncs release the GIL); BLAS is held to one
+#: thread meanwhile. 1 turns the pool off.
+THREADS = min(2, os.cpu_count() or 1)
 
 
 class SmoothingWarning(UserWarning):
@@ -58,6 +69,18 @@ def row_blocks(m: int, n: int, arrays: int = 1) -> Iterator[slice]:
         yield slice(start, min(start + rows, m))
 
 
+def map_row_blocks(fn: Callable[[slice], object], m: int, n: int) -> list:
+    """[fn(rows) for each row block of an (m × n) evaluation], in order; on `THREADS` threads when large.
+
+    Each thread holds one block at a time, so memory stays at THREADS·BLOCK_BYTES plus the outputs.
+    """
+    blocks = list(row_blocks(m, n))
+    if THREADS <= 1 or len(blocks) < 2 * THREADS:
+        return [fn(rows) for rows in blocks]
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(THREADS) as pool:
+        return list(pool.map(fn, blocks))
+
+
 class Distances:
     """‖aᵢ − xⱼ‖² from the expansion ‖a‖² + ‖x‖² − 2aᵀx, one BLAS product per block, clipped at 0.
 
@@ -80,6 +103,10 @@ class Distances:
         """The (rows × n) block of squared distances from augmented rows (see `augment`)."""
         D = np.matmul(A_aug, self._B.T, out=out)  # ‖a‖² + ‖x‖² − 2aᵀx
         return np.maximum(D, 0.0, out=D)  # round-off can make it slightly negative
+
+    def scaled(self, c: float) -> np.ndarray:
+        """c·Bᵀ, so that `augment(A) @ scaled(c)` is c‖a − x‖² in one BLAS product (not clipped)."""
+        return np.ascontiguousarray((c * self._B).T)
 
 
 def sqdist_block(A: np.ndarray, X: np.ndarray) -> np.ndarray:

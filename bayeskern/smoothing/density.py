@@ -6,7 +6,11 @@ import numpy as np
 
 from bayeskern._linalg import LOG_2PI
 from bayeskern._validation import check_integer
-from bayeskern.smoothing._blocks import Distances, SmoothingWarning, check_bandwidth, check_data, check_grid, plain, row_blocks
+from bayeskern.smoothing._blocks import Distances, SmoothingWarning, check_bandwidth, check_data, check_grid, map_row_blocks, plain
+from bayeskern.smoothing.local import TINY, kernel_block
+from bayeskern.smoothing.profiles import smoothing_kernel
+
+_GAUSSIAN = smoothing_kernel("gaussian")
 
 __all__ = ["KDE", "BANDWIDTH_METHODS"]
 
@@ -83,27 +87,34 @@ class KDE:
 
     # -- evaluation ----------------------------------------------------------------------------
     def _log_sums(self, A: np.ndarray, hs, loo: bool = False) -> np.ndarray:
-        """log Σⱼ exp(−‖aᵢ − Xⱼ‖²/2h²) for each h in hs (len(hs), m), by log-sum-exp block by block.
+        """log Σⱼ exp(−‖aᵢ − Xⱼ‖²/2h²) for each h in hs (len(hs), m), block by block.
 
-        The row's smallest distance mᵢ is factored out: log Σⱼ exp(−(‖aᵢ − Xⱼ‖² − mᵢ)/2h²) − mᵢ/2h²,
-        so a point far from every Xⱼ gets a finite log density instead of log 0 = −inf. With `loo`,
-        A = X and the j = i term is left out.
+        A row whose sum underflows (< TINY: a point far from every Xⱼ) is recomputed by log-sum-exp,
+        log Σⱼ exp(eᵢⱼ − maxⱼ eᵢⱼ) + maxⱼ eᵢⱼ, so its log density is finite instead of log 0 = −inf.
+        With `loo`, A = X and the j = i term is left out.
         """
         m, n = len(A), self.n
         A_aug = self._dist.augment(A)
         out = np.empty((len(hs), m))
-        two = len(hs) > 1
-        for rows in row_blocks(m, n, arrays=2 if two else 1):
-            D = self._dist.block(A_aug[rows])  # ‖aᵢ − Xⱼ‖²
-            if loo:
-                D[np.arange(D.shape[0]), np.arange(rows.start, rows.stop)] = np.inf
-            nearest = D.min(axis=1)  # mᵢ
-            D -= nearest[:, None]
-            W = np.empty_like(D) if two else D
-            for k, h in enumerate(hs):
-                np.multiply(D, -0.5 / h**2, out=W)
-                np.exp(W, out=W)
-                out[k, rows] = np.log(W.sum(axis=1)) - nearest * (0.5 / h**2)
+        for k, h in enumerate(hs):
+            Bs = self._dist.scaled(-0.5 / h**2)  # eᵢⱼ = −‖aᵢ − Xⱼ‖²/2h² in one product
+
+            def block(rows, Bs=Bs):
+                cols = np.arange(rows.start, rows.stop) if loo else None
+                s = kernel_block(A_aug[rows], Bs, _GAUSSIAN, cols).sum(axis=1)  # Σⱼ exp(eᵢⱼ)
+                low = np.flatnonzero(s < TINY)
+                with np.errstate(divide="ignore"):
+                    log_s = np.log(s)
+                if low.size:
+                    E = A_aug[rows][low] @ Bs  # eᵢⱼ for the rows that underflowed
+                    if cols is not None:
+                        E[np.arange(low.size), cols[low]] = -np.inf
+                    top = E.max(axis=1, keepdims=True)
+                    # log Σⱼ exp(eᵢⱼ) = log Σⱼ exp(eᵢⱼ − maxⱼ eᵢⱼ) + maxⱼ eᵢⱼ   (log-sum-exp)
+                    log_s[low] = np.log(np.exp(E - top).sum(axis=1)) + top[:, 0]
+                return log_s
+
+            out[k] = np.concatenate(map_row_blocks(block, m, n))
         return out
 
     def _log_norm(self, h: float, n: int) -> float:

@@ -5,7 +5,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from bayeskern.smoothing._blocks import Distances, SmoothingWarning, check_bandwidth, check_data, check_grid, plain, row_blocks
+from bayeskern.smoothing._blocks import Distances, SmoothingWarning, check_bandwidth, check_data, check_grid, map_row_blocks, plain
 from bayeskern.smoothing.profiles import SmoothingKernel, smoothing_kernel
 
 __all__ = ["NadarayaWatsonResult", "default_bandwidth_grid", "nadaraya_watson", "smoothing_weights"]
@@ -47,31 +47,69 @@ def default_bandwidth_grid(X, num: int = 30) -> np.ndarray:
     return sigma * n ** (-1.0 / (d + 4)) * np.geomspace(0.05, 5.0, num)
 
 
+#: a row whose Gaussian weights sum below this is recomputed relative to its nearest point (no underflow)
+TINY = 1e-280
+
+#: Gaussian exponents below this are raised to it (exp(EXP_FLOOR) ≈ 1e−304; n such terms stay below TINY)
+EXP_FLOOR = -700.0
+
+
+def kernel_block(A_aug: np.ndarray, Bs: np.ndarray, kern: SmoothingKernel, diag_cols=None, shift: bool = False) -> np.ndarray:
+    """W = [k(‖aᵢ − xⱼ‖²/h²)] for augmented rows A_aug and Bs = `Distances.scaled(c)`, c = −1/2h² (Gaussian) or 1/h².
+
+    Gaussian: one product gives −‖a − x‖²/2h², floored at EXP_FLOOR, then exp (K(u) = exp(−‖u‖²/2));
+    `shift` subtracts each row's largest exponent first (multiplying the row by a common factor: the
+    largest weight becomes 1).
+    Compact kernels: the product gives ‖u‖², clipped at 0, then the profile. `diag_cols`: for
+    leave-one-out, the column of each row's own point, whose weight is set to 0.
+    """
+    W = A_aug @ Bs
+    own = (np.arange(len(W)), diag_cols) if diag_cols is not None else None
+    if kern.name == "gaussian":
+        if shift:
+            if own is not None:
+                W[own] = -np.inf
+            W -= W.max(axis=1, keepdims=True)
+        # exp(−700) ≈ 1e−304 stands in for anything smaller: libm's exp is several times slower on
+        # arguments that underflow, and a row whose weights are all this small is recomputed shifted
+        np.maximum(W, EXP_FLOOR, out=W)
+        if own is not None:
+            W[own] = -np.inf  # wᵢᵢ = exp(−∞) = 0: leave xᵢ out
+        return np.exp(W, out=W)  # K(u) = exp(−‖u‖²/2)
+    np.maximum(W, 0.0, out=W)  # ‖u‖² ≥ 0 (round-off)
+    if own is not None:
+        W[own] = np.inf  # K(∞) = 0: leave xᵢ out
+    return kern.profile(W)
+
+
 def _weight_sums(dist: Distances, A: np.ndarray, Y: np.ndarray, hs, kern: SmoothingKernel, loo: bool):
     """Σⱼ wᵢⱼ Yⱼ and Σⱼ wᵢⱼ for every bandwidth in hs, block by block over the rows of A.
 
-    wᵢⱼ = k(‖aᵢ − xⱼ‖²/h²) (with the Gaussian, times exp(mᵢ/2h²), mᵢ = minⱼ ‖aᵢ − xⱼ‖², a factor
-    common to a row that cancels in the ratio and keeps the largest weight at 1, so no row underflows
-    to 0/0). With `loo`, A = X and wᵢᵢ = 0. Returns sums (len(hs), m, k) and denominators (len(hs), m).
+    wᵢⱼ = k(‖aᵢ − xⱼ‖²/h²). With the Gaussian, a row whose weights all underflow (Σⱼ wᵢⱼ < TINY: a
+    point far from every xⱼ) is recomputed with every weight multiplied by exp(mᵢ/2h²),
+    mᵢ = minⱼ ‖aᵢ − xⱼ‖² — a factor common to the row, which cancels in the ratio — so no row is 0/0.
+    With `loo`, A = X and wᵢᵢ = 0. Returns sums (len(hs), m, k) and denominators (len(hs), m).
     """
-    m, n = len(A), dist._B.shape[0]
+    m, n = len(A), len(Y)
     A_aug = dist.augment(A)
+    Y1 = np.hstack([Y, np.ones((n, 1))])  # [Y, 1]: one product gives Σ wY and Σ w
     sums = np.empty((len(hs), m, Y.shape[1]))
     dens = np.empty((len(hs), m))
-    Y1 = np.hstack([Y, np.ones((n, 1))])  # [Y, 1]: one product gives Σ wY and Σ w
-    two = len(hs) > 1
-    for rows in row_blocks(m, n, arrays=2 if two else 1):
-        D = dist.block(A_aug[rows])  # ‖aᵢ − xⱼ‖²
-        if loo:
-            D[np.arange(D.shape[0]), np.arange(rows.start, rows.stop)] = np.inf  # wᵢᵢ = 0: leave xᵢ out
-        if kern.name == "gaussian":
-            D -= D.min(axis=1, keepdims=True)  # ‖aᵢ − xⱼ‖² − mᵢ ≥ 0
-        W = np.empty_like(D) if two else D
-        for k, h in enumerate(hs):
-            np.multiply(D, 1.0 / h**2, out=W)  # s = ‖u‖², u = (a − x)/h
-            kern.profile(W)
-            S = W @ Y1
-            sums[k, rows], dens[k, rows] = S[:, :-1], S[:, -1]
+    gaussian = kern.name == "gaussian"
+    for k, h in enumerate(hs):
+        Bs = dist.scaled(-0.5 / h**2 if gaussian else 1.0 / h**2)
+
+        def block(rows, Bs=Bs):
+            cols = np.arange(rows.start, rows.stop) if loo else None
+            S = kernel_block(A_aug[rows], Bs, kern, cols) @ Y1
+            if gaussian:
+                low = np.flatnonzero(S[:, -1] < TINY)
+                if low.size:
+                    S[low] = kernel_block(A_aug[rows][low], Bs, kern, None if cols is None else cols[low], shift=True) @ Y1
+            return S
+
+        S = np.concatenate(map_row_blocks(block, m, n))
+        sums[k], dens[k] = S[:, :-1], S[:, -1]
     return sums, dens
 
 
@@ -111,8 +149,10 @@ def nadaraya_watson(X, y, Xnew=None, bandwidth=None, kernel="gaussian", *, loo: 
     leave-one-out score at a given h (an extra n × n pass; always done when h is chosen).
 
     Compact kernels: a point of Xnew with no xᵢ within distance h raises a ValueError (no silent NaN,
-    no fallback). The Gaussian never does: weights are computed relative to the nearest xᵢ.
-    Evaluated in row blocks of at most `BLOCK_BYTES`, so memory stays bounded for large n·m.
+    no fallback). The Gaussian never does: where all weights underflow they are recomputed relative to
+    the nearest xᵢ, so m̂ tends to that point's y far from the data.
+    Evaluated in row blocks of at most `BLOCK_BYTES` (on `THREADS` threads), so memory stays bounded
+    for large n·m.
     """
     X, y = check_data(X, y)
     Xnew = X if Xnew is None else check_data(X, Xnew=Xnew)[1]
