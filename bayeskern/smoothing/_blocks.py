@@ -1,4 +1,4 @@
-"""Row blocks of squared distances ‖x − x′‖² by BLAS, so that no more than a set number of bytes is held at once."""
+"""Row blocks of distances and smoothing-kernel weights by BLAS, so that no more than a set number of bytes is held at once."""
 
 import os
 from collections.abc import Callable, Iterator
@@ -8,10 +8,11 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bayeskern._validation import as_inputs, as_targets, check_number, same_columns
+from bayeskern.smoothing.profiles import SmoothingKernel
 
 __all__ = [
-    "BLOCK_BYTES", "THREADS", "Distances", "SmoothingWarning", "check_bandwidth", "check_data", "check_grid", "map_row_blocks",
-    "plain", "row_blocks", "sqdist_block",
+    "BLOCK_BYTES", "EXP_FLOOR", "THREADS", "TINY", "Distances", "SmoothingWarning", "check_bandwidth", "check_data", "check_grid",
+    "kernel_block", "map_row_blocks", "plain", "row_blocks", "sqdist_block",
 ]
 
 #: bytes of one (rows × n) float64 block: small enough to stay in cache between the passes over it
@@ -107,6 +108,41 @@ class Distances:
     def scaled(self, c: float) -> np.ndarray:
         """c·Bᵀ, so that `augment(A) @ scaled(c)` is c‖a − x‖² in one BLAS product (not clipped)."""
         return np.ascontiguousarray((c * self._B).T)
+
+
+#: a row whose Gaussian weights sum below this is recomputed relative to its nearest point (no underflow)
+TINY = 1e-280
+
+#: Gaussian exponents below this are raised to it (exp(EXP_FLOOR) ≈ 1e−304; n such terms stay below TINY)
+EXP_FLOOR = -700.0
+
+
+def kernel_block(A_aug: np.ndarray, Bs: np.ndarray, kern: SmoothingKernel, diag_cols=None, shift: bool = False) -> np.ndarray:
+    """W = [k(‖aᵢ − xⱼ‖²/h²)] for augmented rows A_aug and Bs = `Distances.scaled(c)`, c = −1/2h² (Gaussian) or 1/h².
+
+    Gaussian: one product gives −‖a − x‖²/2h², floored at EXP_FLOOR, then exp (K(u) = exp(−‖u‖²/2));
+    `shift` subtracts each row's largest exponent first (multiplying the row by a common factor: the
+    largest weight becomes 1).
+    Compact kernels: the product gives ‖u‖², clipped at 0, then the profile. `diag_cols`: for
+    leave-one-out, the column of each row's own point, whose weight is set to 0.
+    """
+    W = A_aug @ Bs
+    own = (np.arange(len(W)), diag_cols) if diag_cols is not None else None
+    if kern.name == "gaussian":
+        if shift:
+            if own is not None:
+                W[own] = -np.inf
+            W -= W.max(axis=1, keepdims=True)
+        # exp(−700) ≈ 1e−304 stands in for anything smaller: libm's exp is several times slower on
+        # arguments that underflow, and a row whose weights are all this small is recomputed shifted
+        np.maximum(W, EXP_FLOOR, out=W)
+        if own is not None:
+            W[own] = -np.inf  # wᵢᵢ = exp(−∞) = 0: leave xᵢ out
+        return np.exp(W, out=W)  # K(u) = exp(−‖u‖²/2)
+    np.maximum(W, 0.0, out=W)  # ‖u‖² ≥ 0 (round-off)
+    if own is not None:
+        W[own] = np.inf  # K(∞) = 0: leave xᵢ out
+    return kern.profile(W)
 
 
 def sqdist_block(A: np.ndarray, X: np.ndarray) -> np.ndarray:

@@ -6,8 +6,9 @@ import numpy as np
 
 from bayeskern._linalg import LOG_2PI
 from bayeskern._validation import check_integer
-from bayeskern.smoothing._blocks import Distances, SmoothingWarning, check_bandwidth, check_data, check_grid, map_row_blocks, plain
-from bayeskern.smoothing.local import TINY, kernel_block
+from bayeskern.smoothing._blocks import (
+    TINY, Distances, SmoothingWarning, check_bandwidth, check_data, check_grid, kernel_block, map_row_blocks, plain,
+)
 from bayeskern.smoothing.profiles import smoothing_kernel
 
 _GAUSSIAN = smoothing_kernel("gaussian")

@@ -5,7 +5,9 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from bayeskern.smoothing._blocks import Distances, SmoothingWarning, check_bandwidth, check_data, check_grid, map_row_blocks, plain
+from bayeskern.smoothing._blocks import (
+    TINY, Distances, SmoothingWarning, check_bandwidth, check_data, check_grid, kernel_block, map_row_blocks, plain,
+)
 from bayeskern.smoothing.profiles import SmoothingKernel, smoothing_kernel
 
 __all__ = ["NadarayaWatsonResult", "default_bandwidth_grid", "nadaraya_watson", "smoothing_weights"]
@@ -45,41 +47,6 @@ def default_bandwidth_grid(X, num: int = 30) -> np.ndarray:
     if not sigma > 0:
         raise ValueError("X has no spread (fewer than 2 distinct rows): give the bandwidth explicitly")
     return sigma * n ** (-1.0 / (d + 4)) * np.geomspace(0.05, 5.0, num)
-
-
-#: a row whose Gaussian weights sum below this is recomputed relative to its nearest point (no underflow)
-TINY = 1e-280
-
-#: Gaussian exponents below this are raised to it (exp(EXP_FLOOR) ≈ 1e−304; n such terms stay below TINY)
-EXP_FLOOR = -700.0
-
-
-def kernel_block(A_aug: np.ndarray, Bs: np.ndarray, kern: SmoothingKernel, diag_cols=None, shift: bool = False) -> np.ndarray:
-    """W = [k(‖aᵢ − xⱼ‖²/h²)] for augmented rows A_aug and Bs = `Distances.scaled(c)`, c = −1/2h² (Gaussian) or 1/h².
-
-    Gaussian: one product gives −‖a − x‖²/2h², floored at EXP_FLOOR, then exp (K(u) = exp(−‖u‖²/2));
-    `shift` subtracts each row's largest exponent first (multiplying the row by a common factor: the
-    largest weight becomes 1).
-    Compact kernels: the product gives ‖u‖², clipped at 0, then the profile. `diag_cols`: for
-    leave-one-out, the column of each row's own point, whose weight is set to 0.
-    """
-    W = A_aug @ Bs
-    own = (np.arange(len(W)), diag_cols) if diag_cols is not None else None
-    if kern.name == "gaussian":
-        if shift:
-            if own is not None:
-                W[own] = -np.inf
-            W -= W.max(axis=1, keepdims=True)
-        # exp(−700) ≈ 1e−304 stands in for anything smaller: libm's exp is several times slower on
-        # arguments that underflow, and a row whose weights are all this small is recomputed shifted
-        np.maximum(W, EXP_FLOOR, out=W)
-        if own is not None:
-            W[own] = -np.inf  # wᵢᵢ = exp(−∞) = 0: leave xᵢ out
-        return np.exp(W, out=W)  # K(u) = exp(−‖u‖²/2)
-    np.maximum(W, 0.0, out=W)  # ‖u‖² ≥ 0 (round-off)
-    if own is not None:
-        W[own] = np.inf  # K(∞) = 0: leave xᵢ out
-    return kern.profile(W)
 
 
 def _weight_sums(dist: Distances, A: np.ndarray, Y: np.ndarray, hs, kern: SmoothingKernel, loo: bool):
