@@ -417,6 +417,8 @@ RBF = bk.kernels.RBF(lengthscale=0.3)
         (lambda: S.KDE(X_OK, 0.1).pdf(np.ones((2, 3))), "Xnew has 3 column"),
         (lambda: S.KDE(X_OK, 0.1).logpdf([np.nan]), "Xnew contains NaN"),
         (lambda: S.KDE(X_OK, 0.1).sample(0), "n must be an integer ≥ 1"),
+        (lambda: S.KDE(X_OK, 0.1, bandwidth_grid=[0.1, 0.2]), "bandwidth_grid is used only with bandwidth='loo'"),
+        (lambda: S.KDE(X_OK, "loo", bandwidth_grid=[0.1, -0.2]), "bandwidth_grid candidates must be positive"),
         (lambda: S.kernel_ridge(RBF, X_OK, Y_OK, lam=-0.1), "lam must be non-negative"),
         (lambda: S.kernel_ridge(RBF, X_OK, Y_OK, lam=np.nan), "lam must be finite"),
         (lambda: S.kernel_ridge(RBF, X_OK, Y_OK, lam=[0.1, -1.0]), "lam must be non-negative"),

@@ -60,6 +60,7 @@ def compare_smoothers(X, y, Xnew=None, *, kernel="gaussian", bandwidth=None, mer
     widths NW searches); or an array of candidates — for each ℓ, λ by `cv`, and the (ℓ, λ) with the
     smallest validation error wins. The kernel-ridge curve equals the GP posterior mean with σ² = λ
     (see `bayeskern.checks.ridge_duality`). `Xnew`: where the curves are compared (m, d); X if None.
+    Cost: one eigendecomposition of the n × n kernel matrix per candidate ℓ (15 by default).
     """
     X, y = check_data(X, y)
     Xnew = X if Xnew is None else check_data(X, Xnew=Xnew)[1]

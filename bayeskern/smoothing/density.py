@@ -55,9 +55,13 @@ class KDE:
             if method not in BANDWIDTH_METHODS:
                 raise ValueError(f"bandwidth must be a positive number, an array of candidates or one of {BANDWIDTH_METHODS}, got {bandwidth!r}")
         elif np.ndim(bandwidth) == 1:
+            if bandwidth_grid is not None:
+                raise ValueError("give the candidate bandwidths either as bandwidth or as bandwidth_grid, not both")
             method, bandwidth_grid = "loo", check_grid(bandwidth)
         else:
             method = "given"
+        if bandwidth_grid is not None and method != "loo":
+            raise ValueError(f"bandwidth_grid is used only with bandwidth='loo', not with bandwidth={bandwidth!r}")
         n, d = self.n, self.d
         if method == "given":
             h = check_bandwidth(bandwidth)

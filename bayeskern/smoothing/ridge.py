@@ -9,7 +9,7 @@ import scipy.linalg
 from bayeskern._linalg import cho_solve, cholesky, psd_eigh
 from bayeskern._validation import check_integer, check_number
 from bayeskern.kernels import Kernel
-from bayeskern.smoothing._blocks import SmoothingWarning, check_data, check_grid, plain, row_blocks
+from bayeskern.smoothing._blocks import SmoothingWarning, check_data, plain, row_blocks
 
 __all__ = ["KernelRidgeResult", "default_lam_grid", "kernel_ridge"]
 
