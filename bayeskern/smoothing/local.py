@@ -1,0 +1,162 @@
+"""Nadaraya–Watson kernel regression: local weighted averages, the bandwidth chosen by leave-one-out error."""
+
+import warnings
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from bayeskern.smoothing._blocks import (
+    TINY, Distances, SmoothingWarning, check_bandwidth, check_data, check_grid, kernel_block, map_row_blocks, plain,
+)
+from bayeskern.smoothing.profiles import SmoothingKernel, smoothing_kernel
+
+__all__ = ["NadarayaWatsonResult", "default_bandwidth_grid", "nadaraya_watson", "smoothing_weights"]
+
+
+@dataclass(frozen=True)
+class NadarayaWatsonResult:
+    """The Nadaraya–Watson fit m̂ at Xnew and how its bandwidth was chosen.
+
+    `mean`: m̂(Xnew) (m,). `bandwidth`: h. `kernel`: the smoothing kernel's name. `loo_score`: the
+    leave-one-out mean squared error (1/n)Σᵢ (yᵢ − m̂₋ᵢ(xᵢ))² at h (None if not computed);
+    `loo_residuals`: the yᵢ − m̂₋ᵢ(xᵢ). `bandwidth_grid`, `loo_scores`: the candidates searched and
+    their scores (None when h was given); a candidate with which some xᵢ has no other data point in
+    its window scores +inf (compact kernels only).
+    """
+
+    mean: np.ndarray
+    bandwidth: float
+    kernel: str
+    loo_score: float | None
+    loo_residuals: np.ndarray | None
+    bandwidth_grid: np.ndarray | None
+    loo_scores: np.ndarray | None
+
+    def to_dict(self) -> dict:
+        return {f.name: plain(getattr(self, f.name)) for f in fields(self)}
+
+
+def default_bandwidth_grid(X, num: int = 30) -> np.ndarray:
+    """Candidate bandwidths h₀·[0.05, 5] (log-spaced), h₀ = σ̂ n^{−1/(d+4)} the Scott-rule scale.
+
+    σ̂² is the mean of the per-column sample variances (ddof = 1) of X (n, d).
+    """
+    X = check_data(X)
+    n, d = X.shape
+    sigma = np.sqrt(np.mean(np.var(X, axis=0, ddof=1))) if n > 1 else 0.0
+    if not sigma > 0:
+        raise ValueError("X has no spread (fewer than 2 distinct rows): give the bandwidth explicitly")
+    return sigma * n ** (-1.0 / (d + 4)) * np.geomspace(0.05, 5.0, num)
+
+
+def _weight_sums(dist: Distances, A: np.ndarray, Y: np.ndarray, hs, kern: SmoothingKernel, loo: bool):
+    """Σⱼ wᵢⱼ Yⱼ and Σⱼ wᵢⱼ for every bandwidth in hs, block by block over the rows of A.
+
+    wᵢⱼ = k(‖aᵢ − xⱼ‖²/h²). With the Gaussian, a row whose weights all underflow (Σⱼ wᵢⱼ < TINY: a
+    point far from every xⱼ) is recomputed with every weight multiplied by exp(mᵢ/2h²),
+    mᵢ = minⱼ ‖aᵢ − xⱼ‖² — a factor common to the row, which cancels in the ratio — so no row is 0/0.
+    With `loo`, A = X and wᵢᵢ = 0. Returns sums (len(hs), m, k) and denominators (len(hs), m).
+    """
+    m, n = len(A), len(Y)
+    A_aug = dist.augment(A)
+    Y1 = np.hstack([Y, np.ones((n, 1))])  # [Y, 1]: one product gives Σ wY and Σ w
+    sums = np.empty((len(hs), m, Y.shape[1]))
+    dens = np.empty((len(hs), m))
+    gaussian = kern.name == "gaussian"
+    for k, h in enumerate(hs):
+        Bs = dist.scaled(-0.5 / h**2 if gaussian else 1.0 / h**2)
+
+        def block(rows, Bs=Bs):
+            cols = np.arange(rows.start, rows.stop) if loo else None
+            S = kernel_block(A_aug[rows], Bs, kern, cols) @ Y1
+            if gaussian:
+                low = np.flatnonzero(S[:, -1] < TINY)
+                if low.size:
+                    S[low] = kernel_block(A_aug[rows][low], Bs, kern, None if cols is None else cols[low], shift=True) @ Y1
+            return S
+
+        S = np.concatenate(map_row_blocks(block, m, n))
+        sums[k], dens[k] = S[:, :-1], S[:, -1]
+    return sums, dens
+
+
+def smoothing_weights(X, Xnew, bandwidth: float, kernel="gaussian") -> np.ndarray:
+    """The equivalent kernel k(x, xₙ) = g(x − xₙ) / Σₘ g(x − xₘ) (seed 002, eq. 5) as an (m, n) matrix.
+
+    `X`: the data xₙ (n, d). `Xnew`: the points x (m, d). `bandwidth`: h, g(u) = K(u/h). Each row sums
+    to one (seed 002, eq. 7). Dense: for large n·m use `nadaraya_watson`, which never forms it.
+    """
+    X, Xnew = check_data(X, Xnew=Xnew)
+    h, kern = check_bandwidth(bandwidth), smoothing_kernel(kernel)
+    dist = Distances(X)
+    sums, dens = _weight_sums(dist, Xnew, np.eye(len(X)), [h], kern, loo=False)
+    _check_neighbours(dens[0], h, kern)
+    return sums[0] / dens[0][:, None]  # k(x, xₙ) = g(x − xₙ) / Σₘ g(x − xₘ)
+
+
+def _check_neighbours(den: np.ndarray, h: float, kern: SmoothingKernel) -> None:
+    empty = np.flatnonzero(den <= 0)
+    if empty.size:
+        raise ValueError(
+            f"{empty.size} point(s) of Xnew (the first at row {empty[0]}) have no data point within bandwidth "
+            f"{h:.4g} under the compact {kern.name} kernel, so m̂ is 0/0 there: give a larger bandwidth or use "
+            "kernel='gaussian'"
+        )
+
+
+def nadaraya_watson(X, y, Xnew=None, bandwidth=None, kernel="gaussian", *, loo: bool = True) -> NadarayaWatsonResult:
+    """Nadaraya–Watson regression m̂(x) = Σᵢ K((x − xᵢ)/h) yᵢ / Σⱼ K((x − xⱼ)/h)   (seeds 002, 004).
+
+    `X`: inputs xᵢ (n, d); `y`: targets yᵢ (n,); `Xnew`: where to evaluate m̂ (m, d), X if None.
+    `bandwidth`: h > 0; None chooses h from `default_bandwidth_grid(X)` by leave-one-out error, an array
+    chooses among those candidates: h = argmin (1/n)Σᵢ (yᵢ − m̂₋ᵢ(xᵢ))², m̂₋ᵢ the fit without (xᵢ, yᵢ)
+    (first minimum on ties; a SmoothingWarning if it is the grid's smallest or largest value — on an
+    evenly spaced design the leave-one-out error can keep falling below the spacing, where the Gaussian
+    fit turns into nearest-neighbour interpolation: then give a grid whose smallest h is the spacing).
+    `kernel`: a name from `SMOOTHING_KERNELS` (radial: K depends on ‖u‖; the Gaussian's h is its
+    standard deviation, a compact kernel's h the radius of its window). `loo`: also report the
+    leave-one-out score at a given h (an extra n × n pass; always done when h is chosen).
+
+    Compact kernels: a point of Xnew with no xᵢ within distance h raises a ValueError (no silent NaN,
+    no fallback). The Gaussian never does: where all weights underflow they are recomputed relative to
+    the nearest xᵢ, so m̂ tends to that point's y far from the data.
+    Evaluated in row blocks of at most `BLOCK_BYTES` (on `THREADS` threads), so memory stays bounded
+    for large n·m.
+    """
+    X, y = check_data(X, y)
+    Xnew = X if Xnew is None else check_data(X, Xnew=Xnew)[1]
+    kern = smoothing_kernel(kernel)
+    dist = Distances(X)
+    Y = y[:, None]
+    if bandwidth is None or np.ndim(bandwidth) == 1:
+        grid = default_bandwidth_grid(X) if bandwidth is None else check_grid(bandwidth)
+        if len(X) < 2:
+            raise ValueError("choosing the bandwidth by leave-one-out needs at least 2 data points")
+        sums, dens = _weight_sums(dist, X, Y, grid, kern, loo=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            resid = y[None, :] - sums[:, :, 0] / dens  # yᵢ − m̂₋ᵢ(xᵢ) for every candidate h
+        scores = np.where(np.all(dens > 0, axis=1), np.mean(resid**2, axis=1), np.inf)
+        if not np.any(np.isfinite(scores)):
+            raise ValueError(
+                f"no candidate bandwidth leaves every xᵢ a neighbour under the compact {kern.name} kernel: "
+                "give larger candidates or use kernel='gaussian'"
+            )
+        best = int(np.argmin(scores))  # first minimum on ties
+        if len(grid) > 1 and best in (0, len(grid) - 1):
+            warnings.warn(
+                f"the leave-one-out bandwidth {grid[best]:.4g} is at the {'lower' if best == 0 else 'upper'} "
+                "end of the candidate grid: widen it", SmoothingWarning, stacklevel=2,
+            )
+        h, loo_score, loo_resid = float(grid[best]), float(scores[best]), resid[best]
+    else:
+        h, grid, scores = check_bandwidth(bandwidth), None, None
+        loo_score = loo_resid = None
+        if loo and len(X) > 1:
+            s, d = _weight_sums(dist, X, Y, [h], kern, loo=True)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                loo_resid = y - s[0, :, 0] / d[0]
+            loo_score = float(np.mean(loo_resid**2)) if np.all(d[0] > 0) else float("inf")
+    sums, dens = _weight_sums(dist, Xnew, Y, [h], kern, loo=False)
+    _check_neighbours(dens[0], h, kern)
+    mean = sums[0, :, 0] / dens[0]  # m̂(x) = Σᵢ k_h(x − xᵢ) yᵢ / Σⱼ k_h(x − xⱼ)   (seed 002, eq. 4)
+    return NadarayaWatsonResult(mean, h, kern.name, loo_score, loo_resid, grid, scores)
