@@ -1,6 +1,7 @@
 """The report's figures, each as PNG bytes: ArviZ's plots where ArviZ has the plot, matplotlib for the rest."""
 
 import io
+import textwrap
 
 import matplotlib
 
@@ -73,15 +74,15 @@ def loo_figure(a) -> bytes:
 
 def prior_figure(a) -> bytes:
     """PRML figure 6.5: functions drawn from the GP prior, at the fitted θ and at θ drawn from the priors."""
-    fig = Figure(figsize=(10, 5.5))
+    fig = Figure(figsize=(10, 6.5), layout="constrained")
     axes = fig.subplots(2, 3, sharex=True).ravel()
     for k, (ax, (params, f)) in enumerate(zip(axes, a.prior_draws, strict=False)):
         if f is not None:
             ax.plot(a.spec.grid, f.T, lw=1)
         else:
             ax.text(0.5, 0.5, "kernel not PSD on the grid", ha="center", transform=ax.transAxes)
-        text = ", ".join(f"{n}={np.round(np.asarray(v), 3).tolist()}" for n, v in params.items())
-        ax.set_title(("fitted: " if k == 0 else "prior draw: ") + text, fontsize=7, wrap=True)
+        text = ", ".join(f"{n}={np.asarray(v).round(3).tolist()}" for n, v in params.items())
+        ax.set_title(textwrap.fill(("fitted: " if k == 0 else "prior draw: ") + text, 45), fontsize=7)
     fig.suptitle("functions drawn from the GP prior (PRML figure 6.5)")
     return _png(fig)
 
