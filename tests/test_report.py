@@ -80,7 +80,8 @@ def test_every_file_is_written_and_well_formed(small):
     assert set(summary["empirical_bayes"]) >= {"params", "log_marginal_likelihood", "converged", "grad_norm", "laplace_sd", "at_bound"}
     assert set(summary["mcmc"]) >= {"diagnostics", "verdict", "loo", "posterior_mean"}
     assert set(summary["mcmc"]["diagnostics"]) >= {"passed", "problems", "divergences", "ebfmi", "table"}
-    assert summary["checks"]["kernel_trick"]["passed"] is True
+    # the spec audits an RBF kernel against cubic features: k ≠ φᵀΣφ, and the audit must say so
+    assert summary["checks"]["kernel_trick"]["passed"] is False and summary["checks"]["kernel_trick"]["rel_diff"]["mean"] > 1e-3
     assert sorted(summary["files"]) == sorted(["index.html", "report.md", "results.nc", "summary.json"] + [f"figures/{n}" for n in FIGURES])
 
 
@@ -213,6 +214,8 @@ restarts = 2
 start = 0.0
 stop = 1.0
 num = 11
+[checks]
+kernel_trick = {}
 [report]
 prior_samples = 2
 """
@@ -232,7 +235,9 @@ def test_blr_candidates_ranked_by_evidence(tmp_path):
     expected = reference.blr_posterior(Phi, t, best["noise"], best["a"] * np.eye(Phi.shape[1]), Phi)[4]
     np.testing.assert_allclose(lml[summary["selected"]["index"]], expected, rtol=1e-9)
     assert summary["mcmc"] is None and summary["eb_vs_mcmc"] is None
-    assert sorted(p.name for p in (tmp_path / "r" / "figures").iterdir()) == ["evidence.png", "fit.png", "prior_samples.png", "spectrum.png"]
+    # the selected features at the fitted α⁻¹, σ: weight space equals function space (the audit's rtol 1e-8)
+    assert summary["checks"]["kernel_trick"]["passed"] is True
+    assert sorted(p.name for p in (tmp_path / "r" / "figures").iterdir()) == ["evidence.png", "fit.png", "kernel_trick.png", "prior_samples.png", "spectrum.png"]
 
 
 def test_inputs_of_several_dimensions_get_leave_one_out_predictions(tmp_path):

@@ -65,7 +65,8 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
         m_N = V @ (beta * b / (alpha + lam))  # m_N = β A⁻¹ Φᵀ t, A = αI + βΦᵀΦ   (PRML 3.84)
         gamma = float(np.sum(lam / (alpha + lam)))  # γ = Σ λᵢ/(α + λᵢ)   (PRML 3.91)
         residual = float(np.sum((t - Phi @ m_N) ** 2))
-        if residual == 0.0 or N - gamma <= 0.0:
+        # a residual at the round-off level of the fit (‖t‖∞·1e3·ε per point) means the features fit t exactly
+        if residual <= N * (1e3 * np.finfo(float).eps * np.max(np.abs(t))) ** 2 or N - gamma <= 0.0:
             raise ValueError("beta -> infinity: the features fit t exactly, so the evidence has no finite maximum; use fewer features")
         if float(m_N @ m_N) == 0.0:
             raise ValueError("alpha -> infinity: the features explain nothing of t, so the evidence is largest with all weights zero")

@@ -79,7 +79,9 @@ class Kernel:
         """The symbolic covariance matrix K(X, Xs) (Xs = X when not given)."""
         X, Xs = _input_tensor(X, "X"), _input_tensor(Xs, "Xs")
         self._check_dims(X.type.shape[1], None if Xs is None else Xs.type.shape[1])
-        return self._build(X, Xs, False, _given)
+        K = self._build(X, Xs, False, _given)
+        # K(X, X) symmetric to the bit: Numba's fastmath may round k(xᵢ, xⱼ) and k(xⱼ, xᵢ) differently
+        return K if Xs is not None else 0.5 * (K + K.T)
 
     def diag(self, X):
         """The symbolic diagonal k(xᵢ, xᵢ)."""

@@ -37,7 +37,13 @@ class RBF(Kernel):
         return pm.gp.cov.ExpQuad(X.type.shape[1], ls=p["lengthscale"])
 
     def _full(self, X, Xs, p):
-        return self._pymc(X, p).full(X, Xs)
+        cov = self._pymc(X, p)
+        if Xs is None and not isinstance(cov, pm.gp.cov.Periodic):
+            # r² = ‖x‖² + ‖x′‖² − 2xᵀx′ leaves round-off where x = x′; k(x, x) needs r = 0 exactly (√ of
+            # 1e-16 is 1e-8: Matérn ½ would give 1 − 1e-8 on the diagonal)
+            r2 = cov.square_dist(X, None) * (1.0 - pt.eye(X.shape[0], dtype="float64"))
+            return cov.full_from_distance(r2, squared=True)
+        return cov.full(X, Xs)
 
     def _diag(self, X, p):
         return self._pymc(X, p).diag(X)
@@ -104,7 +110,13 @@ class _PyMCStationary(Kernel):
         return cov
 
     def _full(self, X, Xs, p):
-        return self._pymc(X, p).full(X, Xs)
+        cov = self._pymc(X, p)
+        if Xs is None and not isinstance(cov, pm.gp.cov.Periodic):
+            # r² = ‖x‖² + ‖x′‖² − 2xᵀx′ leaves round-off where x = x′; k(x, x) needs r = 0 exactly (√ of
+            # 1e-16 is 1e-8: Matérn ½ would give 1 − 1e-8 on the diagonal)
+            r2 = cov.square_dist(X, None) * (1.0 - pt.eye(X.shape[0], dtype="float64"))
+            return cov.full_from_distance(r2, squared=True)
+        return cov.full(X, Xs)
 
     def _diag(self, X, p):
         return self._pymc(X, p).diag(X)
