@@ -3,9 +3,9 @@
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pytensor.gradient import grad, hessian
+from pytensor.gradient import grad
 from pytensor.graph.traversal import ancestors
-from pytensor.graph.replace import graph_replace
+from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.tensor.random.op import RandomVariable
 
 from bayeskern._compile import compiled
@@ -64,38 +64,31 @@ class GenerativeModel:
         if self.theta.size == 0:
             raise ValueError(f"{observed!r} depends on no free parameter: its score is empty")
         self.names = [f"{rv.name}[{i}]" if len(s) else rv.name for rv, sl, s in self.slots for i in (range(sl.stop - sl.start) if len(s) else [None])]
-        one = pm.draw(self._distribution(pt.as_tensor_variable(self.theta), None), random_seed=0)
-        self.obs_shape = np.shape(one)  # the shape of one observation
+        # one observation x given θ: the observed variable's distribution rebuilt with θ (P,) in place
+        # of the free random variables, and without its size (one draw, not the data's n)
+        self._theta = pt.vector("theta", dtype="float64", shape=(self.theta.size,))
+        given = {rv: pt.as_tensor_variable(self._theta[sl].reshape(shape)).astype(rv.dtype) for rv, sl, shape in self.slots}
+        params_one = graph_replace(self._params, given, strict=False)
+        self._one = self._op(*params_one)
+        self._params_at_point = graph_replace(params_one, {self._theta: pt.as_tensor_variable(self.theta)})
+        self._at_point = self._op(*self._params_at_point)
+        self.obs_shape = tuple(np.shape(pm.draw(self._at_point, random_seed=0)))  # the shape of one observation
         self.d = int(np.prod(self.obs_shape, dtype=int))
+        self._x = pt.tensor("x", dtype="float64", shape=self.obs_shape)
+        self._logp_one = pt.sum(pm.logp(self._one, self._x))  # log p(x|θ), a scalar
         data = model.rvs_to_values[obs]
         self.data = np.asarray(data.get_value() if hasattr(data, "get_value") else data.eval(), dtype=np.float64).reshape(-1, self.d)
 
     # -- the graphs --------------------------------------------------------------------------------
-    def _distribution(self, theta, n):
-        """A new random variable for one observation (n None) or for n observations with per-row θ (theta (n, P))."""
-        replace = {}
-        for rv, sl, shape in self.slots:
-            if n is None:
-                replace[rv] = theta[sl].reshape(shape)
-            else:
-                pad = max(len(self.obs_shape) - len(shape), 0) if hasattr(self, "obs_shape") else 0
-                replace[rv] = theta[:, sl].reshape((n,) + (1,) * pad + shape)  # right-aligned like the model's broadcasting
-        return self._op(*graph_replace(self._params, replace, strict=False))
-
-    def log_likelihood_rows(self, X, theta, per_row_theta: bool):
-        """log p(xᵢ|θ) for each row of X (n,), with θ (P,) shared or (n, P) one per row."""
-        n = X.shape[0]
-        value = X.reshape((n,) + tuple(self.obs_shape))
-        if per_row_theta:
-            lp = pm.logp(self._distribution(theta, n), value)
-        else:
-            lp = pm.logp(self._distribution(theta, None), value)
-        return lp.reshape((n, -1)).sum(axis=1) if lp.ndim > 1 else lp
+    def log_likelihood_rows(self, X, theta):
+        """log p(xᵢ|θ) for each row of X (n,), with θ (P,) shared or (n, P) one per row (vectorize_graph)."""
+        value = X.reshape((X.shape[0],) + self.obs_shape)
+        return vectorize_graph(self._logp_one, {self._x: value, self._theta: theta})
 
     def score(self, X, theta):
         """G (n, P): row i is gᵢ = ∇_θ log p(xᵢ|θ), PyTensor's gradient with θ copied per row."""
         Theta = pt.ones((X.shape[0], 1)) * theta[None, :]  # one copy of θ per observation
-        return grad(pt.sum(self.log_likelihood_rows(X, Theta, per_row_theta=True)), Theta)
+        return grad(pt.sum(self.log_likelihood_rows(X, Theta)), Theta)
 
     def _fn(self, what: str):
         def build():
@@ -104,7 +97,9 @@ class GenerativeModel:
             if what == "score":
                 out = self.score(X, theta)
             else:  # the observed information −∇²_θ Σᵢ log p(xᵢ|θ) / n
-                out = -hessian(pt.sum(self.log_likelihood_rows(X, theta, per_row_theta=False)), theta) / X.shape[0]
+                g = grad(pt.sum(self.log_likelihood_rows(X, theta)), theta)  # ∇ℓ
+                H = pt.stack([grad(g[i], theta) for i in range(self.theta.size)])  # ∇²ℓ row by row (no scan)
+                out = -H / X.shape[0]
             return [X, theta], out
 
         return compiled(("fisher", what, self.model, self.observed, self.d), build)
@@ -132,7 +127,9 @@ class GenerativeModel:
             raise ValueError(f"information must be one of {INFORMATION} or a (P, P) matrix, got {kind!r}")
         if kind == "expected":
             draws = check_integer(draws, "draws", 2)
-            X = np.asarray(pm.draw(self._distribution(pt.as_tensor_variable(self.theta), None), draws=draws, random_seed=seed), dtype=np.float64)
+            batch = self.obs_shape[: len(self.obs_shape) - self._op.ndim_supp]
+            many = self._op(*self._params_at_point, size=(draws, *batch))  # draws × one observation, in one call
+            X = np.asarray(pm.draw(many, random_seed=seed), dtype=np.float64)
             G = self.scores(X.reshape(draws, self.d))
             return G.T @ G / draws  # F = E[g gᵀ]
         X = self.data if data is None else self._rows(data, "data")
