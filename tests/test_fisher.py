@@ -48,7 +48,7 @@ def test_observed_information_is_minus_the_hessian_over_n():
 def test_three_fisher_informations_agree_with_the_closed_form_as_n_grows():
     """n = 10², 10⁴, 10⁶ (data for empirical/observed, forward draws for expected; fixed seeds).
 
-    The relative Frobenius error has standard deviation ≈ 4.5/√n for the empirical and expected
+    The relative Frobenius error has standard deviation ≈ 4/√n for the empirical and expected
     estimates (Var[(z² − 1)²] = 56, Var[z(z² − 1)] = 10 for z ~ N(0, 1)) and ≈ 2.5/√n for the observed
     one: at n = 10⁶ all must be within 0.02 (≈ 4 standard deviations) of F, and within 0.02 of each
     other; from n = 10² to 10⁶ every error must shrink by more than 10× (1/√n predicts 100×).

@@ -69,9 +69,9 @@ class GenerativeModel:
         self._theta = pt.vector("theta", dtype="float64", shape=(self.theta.size,))
         given = {rv: pt.as_tensor_variable(self._theta[sl].reshape(shape)).astype(rv.dtype) for rv, sl, shape in self.slots}
         params_one = graph_replace(self._params, given, strict=False)
-        self._one = self._op(*params_one)
+        self._one = self._op(*params_one, rng=pt.random.shared_rng(seed=0))
         self._params_at_point = graph_replace(params_one, {self._theta: pt.as_tensor_variable(self.theta)})
-        self._at_point = self._op(*self._params_at_point)
+        self._at_point = self._op(*self._params_at_point, rng=pt.random.shared_rng(seed=0))
         self.obs_shape = tuple(np.shape(pm.draw(self._at_point, random_seed=0)))  # the shape of one observation
         self.d = int(np.prod(self.obs_shape, dtype=int))
         self._x = pt.tensor("x", dtype="float64", shape=self.obs_shape)
@@ -128,7 +128,7 @@ class GenerativeModel:
         if kind == "expected":
             draws = check_integer(draws, "draws", 2)
             batch = self.obs_shape[: len(self.obs_shape) - self._op.ndim_supp]
-            many = self._op(*self._params_at_point, size=(draws, *batch))  # draws × one observation, in one call
+            many = self._op(*self._params_at_point, size=(draws, *batch), rng=pt.random.shared_rng(seed=0))  # draws × one observation, in one call
             X = np.asarray(pm.draw(many, random_seed=seed), dtype=np.float64)
             G = self.scores(X.reshape(draws, self.d))
             return G.T @ G / draws  # F = E[g gᵀ]
