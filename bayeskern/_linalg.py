@@ -5,12 +5,15 @@ import warnings
 import numpy as np
 import scipy.linalg
 
-__all__ = ["JITTER_STEPS", "LOG_2PI", "cho_solve", "cholesky", "loo_gaussian", "psd_eigh", "solve_lower"]
+__all__ = ["JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "cho_solve", "cholesky", "loo_gaussian", "psd_eigh", "solve_lower"]
 
 LOG_2PI = float(np.log(2 * np.pi))
 
 #: relative jitter tried in turn (times the mean of the diagonal) when a factorisation fails
 JITTER_STEPS = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4)
+
+#: c in "PSD up to round-off": the smallest eigenvalue may be as low as −c·n·ε·λmax
+PSD_ROUNDOFF = 100
 
 
 def cholesky(A: np.ndarray, name: str = "matrix") -> tuple[np.ndarray, float]:
@@ -76,7 +79,7 @@ def psd_eigh(A: np.ndarray, name: str = "matrix") -> tuple[np.ndarray, np.ndarra
     A ValueError if an eigenvalue is below −100·n·ε·λmax (the round-off scale): A is not PSD.
     """
     lam, U = scipy.linalg.eigh(A)
-    floor = 100 * A.shape[0] * np.finfo(float).eps * max(abs(lam[-1]), 1e-300)  # round-off scale n·ε·λmax
+    floor = PSD_ROUNDOFF * A.shape[0] * np.finfo(float).eps * max(abs(lam[-1]), 1e-300)  # round-off scale n·ε·λmax
     if lam[0] < -floor:
         raise ValueError(f"{name} is not positive semi-definite: smallest eigenvalue {lam[0]:.3g}")
     return np.clip(lam, 0.0, None), U

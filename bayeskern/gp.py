@@ -7,9 +7,10 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+import scipy.linalg
 
 from bayeskern._gaussian_logp import gaussian_logp
-from bayeskern._linalg import LOG_2PI, cho_solve, cholesky, loo_gaussian, psd_eigh, solve_lower
+from bayeskern._linalg import LOG_2PI, PSD_ROUNDOFF, cho_solve, cholesky, loo_gaussian, psd_eigh, solve_lower
 from bayeskern._marginal import MarginalGaussian
 from bayeskern._results import Posterior
 from bayeskern._validation import as_inputs, as_targets, check_integer, check_sigma, is_symbolic, same_columns
@@ -91,6 +92,28 @@ class GPPosterior(Posterior):
         return loo_gaussian(self.chol, self.targets)[2]
 
 
+def _factor(kernel: Kernel, K: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, float]:
+    """Cholesky of C = K + σ²I; if it fails, K must be PSD up to round-off before jitter is tried.
+
+    A kernel that is not positive semi-definite on X (λmin(K) < −100·n·ε·λmax) gets a ValueError
+    naming it, rather than jitter or a factorisation traceback; a nearly singular PSD K gets the
+    escalating jitter with a RuntimeWarning.
+    """
+    try:
+        return scipy.linalg.cholesky(C, lower=True, check_finite=False), 0.0
+    except np.linalg.LinAlgError:
+        pass
+    lam = scipy.linalg.eigvalsh(0.5 * (K + K.T))
+    roundoff = len(K) * np.finfo(float).eps * max(float(np.max(np.abs(lam))), 1e-300)  # n·ε·λmax
+    if lam[0] < -PSD_ROUNDOFF * roundoff:
+        raise ValueError(
+            f"the kernel {kernel!r} is not positive semi-definite on X: K(X, X) has the eigenvalue "
+            f"{lam[0]:.3g} (largest {lam[-1]:.3g}), far below the round-off scale {roundoff:.3g}, so it is "
+            "not a valid GP covariance; see bayeskern.checks.psd(kernel, X) for the spectrum"
+        )
+    return cholesky(C, name="K + sigma^2 I")
+
+
 def _duplicate_rows(X: np.ndarray) -> tuple[int, int] | None:
     _, first, inverse, counts = np.unique(X, axis=0, return_index=True, return_inverse=True, return_counts=True)
     if np.all(counts == 1):
@@ -115,7 +138,8 @@ def posterior(kernel: Kernel, X, y, sigma, Xnew=None, include_noise: bool = Fals
     if is_symbolic(include_noise) or not isinstance(include_noise, bool | np.bool_):
         raise ValueError(f"include_noise must be True or False, got {include_noise!r}")
 
-    C = kernel.evaluate(X) + sigma**2 * np.eye(len(X))  # C_N = K + β⁻¹I   (PRML 6.62)
+    Kx = kernel.evaluate(X)
+    C = Kx + sigma**2 * np.eye(len(X))  # C_N = K + β⁻¹I   (PRML 6.62)
     dup = _duplicate_rows(X) if sigma == 0.0 else None
     if dup is not None:
         i, j = dup
@@ -124,7 +148,7 @@ def posterior(kernel: Kernel, X, y, sigma, Xnew=None, include_noise: bool = Fals
                 f"X has duplicate rows ({i} and {j}) and sigma=0: the noise-free posterior is singular "
                 "there; give sigma > 0 or remove the duplicates"
             )
-    L, jitter = cholesky(C, name="K + sigma^2 I")
+    L, jitter = _factor(kernel, Kx, C)
     alpha = cho_solve(L, t)  # α = C⁻¹t
     Ks = kernel.evaluate(X, Xnew)  # k(xᵢ, x*) for every training xᵢ, (n, m)
     mean = Ks.T @ alpha  # m(x*) = kᵀ C⁻¹ t   (PRML 6.66)

@@ -21,7 +21,7 @@ from bayeskern import blr, datasets, features, gp, kernels
 __all__ = ["PRIORS", "Spec", "SpecError", "load", "parse_expression", "parse_kernel"]
 
 #: kernel constructors a spec may call: the public kernels of bayeskern.kernels
-KERNELS = {n: getattr(kernels, n) for n in kernels.__all__ if n not in {"Kernel", "Sum", "Product", "Scaled", "FeatureKernel"}}
+KERNELS = {n: getattr(kernels, n) for n in kernels.__all__ if n not in {"Kernel", "Sum", "Product", "Scaled", "FeatureKernel", "FisherKernel", "GenerativeModel"}}
 #: feature-map constructors a spec may call
 FEATURES = {n: getattr(features, n) for n in features.__all__ if n not in {"FeatureMap", "MercerFeatures"}}
 #: prior distributions a spec may declare, by their PyMC names

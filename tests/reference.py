@@ -111,3 +111,78 @@ def blr_posterior(Phi, t, sigma, S, Phi_new):
     mN = SN @ Phi.T @ t / sigma**2
     lml = multivariate_normal(np.zeros(len(t)), Phi @ S @ Phi.T + sigma**2 * np.eye(len(t))).logpdf(t)
     return mN, SN, Phi_new @ mN, Phi_new @ SN @ Phi_new.T, lml
+
+
+# -- the kernel zoo (issue 6) -------------------------------------------------------------------
+def _angles(A, B):
+    """θ between rows by Kahan's θ = 2·atan2(‖u − v‖, ‖u + v‖) on unit vectors (accurate near 0 and π);
+    θ = π/2 where a row is zero (cos θ := 0)."""
+    na, nb = np.linalg.norm(A, axis=1), np.linalg.norm(B, axis=1)
+    U = np.divide(A, na[:, None], out=np.zeros_like(A), where=na[:, None] > 0)
+    V = np.divide(B, nb[:, None], out=np.zeros_like(B), where=nb[:, None] > 0)
+    diff = np.linalg.norm(U[:, None, :] - V[None, :, :], axis=-1)
+    summ = np.linalg.norm(U[:, None, :] + V[None, :, :], axis=-1)
+    theta = 2 * np.arctan2(diff, summ)
+    zero = (na[:, None] == 0) | (nb[None, :] == 0)
+    return np.where(zero, np.pi / 2, theta), na, nb
+
+
+def arccosine(A, B, order):
+    """Cho & Saul (2009) eq. 1, 4–6: (1/π)‖a‖ⁿ‖b‖ⁿ J_n(θ)."""
+    t, na, nb = _angles(A, B)
+    J = {
+        0: np.pi - t,
+        1: np.sin(t) + (np.pi - t) * np.cos(t),
+        2: 3 * np.sin(t) * np.cos(t) + (np.pi - t) * (1 + 2 * np.cos(t) ** 2),
+    }[order]
+    return np.outer(na, nb) ** order * J / np.pi
+
+
+def relu_network_kernels(A, B, depth, sw2, sb2):
+    """(NNGP, NTK) of a ReLU net with `depth` hidden layers, written entry by entry (Arora et al. 2019, eq. 4–6)."""
+    d = A.shape[1]
+    nngp, ntk = np.empty((len(A), len(B))), np.empty((len(A), len(B)))
+    for i, a in enumerate(A):
+        for j, b in enumerate(B):
+            saa, sbb, sab = sb2 + sw2 * a @ a / d, sb2 + sw2 * b @ b / d, sb2 + sw2 * a @ b / d
+            th = sab
+            for _ in range(depth):
+                c = 0.0 if saa * sbb == 0 else np.clip(sab / np.sqrt(saa * sbb), -1, 1)
+                t = np.arccos(c)
+                new_ab = sb2 + sw2 * np.sqrt(saa * sbb) * (np.sin(t) + (np.pi - t) * np.cos(t)) / (2 * np.pi)
+                th = new_ab + sw2 * th * (np.pi - t) / (2 * np.pi)
+                saa, sbb, sab = sb2 + sw2 * saa / 2, sb2 + sw2 * sbb / 2, new_ab
+            nngp[i, j], ntk[i, j] = sab, th
+    return nngp, ntk
+
+
+def sigmoid(A, B, a, b):
+    return np.tanh(a * A @ B.T + b)
+
+
+def boxcar(A, B, h):
+    return (np.sqrt(sqdist(A, B)) <= h).astype(float)
+
+
+def probability_product(A, B, rho, var):
+    """Jebara et al. (2004): per dimension ∫ N(z; a, σ²)^ρ N(z; b, σ²)^ρ dz, completed square, multiplied."""
+    var = np.broadcast_to(np.asarray(var, float), (A.shape[1],))
+    out = np.ones((len(A), len(B)))
+    for j, v in enumerate(var):
+        D = A[:, j][:, None] - B[:, j][None, :]
+        out *= (2 * np.pi * v) ** (-rho) * np.sqrt(np.pi * v / rho) * np.exp(-rho * D**2 / (4 * v))
+    return out
+
+
+def mixture(A, B, means, scales, weights):
+    """Σᵢ p(a|i) p(b|i) p(i) with p(·|i) = N(mᵢ, diag(sᵢ²)), densities from scipy."""
+    means = np.asarray(means, float).reshape(len(weights), -1)
+    scales = np.broadcast_to(np.asarray(scales, float).reshape(-1, 1) if np.ndim(scales) == 1 else scales, means.shape)
+    pa = np.column_stack([multivariate_normal(m, np.diag(s**2)).pdf(A).reshape(-1) for m, s in zip(means, scales)])
+    pb = np.column_stack([multivariate_normal(m, np.diag(s**2)).pdf(B).reshape(-1) for m, s in zip(means, scales)])
+    return (pa * weights) @ pb.T
+
+
+def set_intersection(A, B):
+    """2^|a ∩ b| by counting common members of the indicator vectors."""
+    return np.array([[2.0 ** np.sum(np.logical_and(a != 0, b != 0)) for b in B] for a in A])

@@ -178,8 +178,8 @@ def test_bad_input_gets_named_errors():
     post(k + K.White(0.1), Xdup, np.r_[t, 0.0], 0.0)  # fine with a white-noise term in the kernel
     with pytest.warns(RuntimeWarning, match="added jitter"):  # rank one and no noise: PSD, singular
         assert post(K.Linear(), np.linspace(0.1, 1, 5), np.zeros(5), 0.0).jitter > 0
-    with pytest.raises(ValueError, match="not positive definite, even with jitter"):
-        post(_not_psd(), np.linspace(0, 1, 5), np.zeros(5), 0.1)
+    with pytest.raises(ValueError, match=r"the kernel .* is not positive semi-definite on X.*checks\.psd"):
+        post(_not_psd(), np.linspace(0, 1, 5), np.zeros(5), 0.1)  # named, rather than jitter up to the last step
     with pm.Model():
         with pytest.raises(ValueError, match="sigma must be positive"):
             bk.gp.marginal_likelihood("y", X, t, k, sigma=0.0)

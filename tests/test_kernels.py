@@ -90,7 +90,31 @@ KERNELS = [
         K.FeatureKernel(_plain_features, PLAIN_S),
         lambda A, B, s: _plain_features(A) @ PLAIN_S @ _plain_features(B).T,
     ),
+    # the kernel zoo (issue 6)
+    *[(f"arccosine-{n}", 2, K.ArcCosine(n), lambda A, B, s, n=n: ref.arccosine(A, B, n)) for n in (0, 1, 2)],
+    ("nngp-1", 2, K.NNGP(1, 1.6, 0.2), lambda A, B, s: ref.relu_network_kernels(A, B, 1, 1.6, 0.2)[0]),
+    ("nngp-3", 2, K.NNGP(3, 2.0, 0.1), lambda A, B, s: ref.relu_network_kernels(A, B, 3, 2.0, 0.1)[0]),
+    ("ntk-1", 2, K.NTK(1, 1.6, 0.2), lambda A, B, s: ref.relu_network_kernels(A, B, 1, 1.6, 0.2)[1]),
+    ("ntk-3", 2, K.NTK(3, 2.0, 0.0), lambda A, B, s: ref.relu_network_kernels(A, B, 3, 2.0, 0.0)[1]),
+    ("sigmoid", 2, K.Sigmoid(0.5, 0.3), lambda A, B, s: ref.sigmoid(A, B, 0.5, 0.3)),
+    ("boxcar", 2, K.Boxcar(1.25), lambda A, B, s: ref.boxcar(A, B, 1.25)),
+    ("set-intersection", 2, K.SetIntersection(), lambda A, B, s: 2.0 ** (A @ B.T)),  # 0/1 inputs: tests/test_psd.py
+    ("prob-product-bhattacharyya", 2, K.ProbabilityProduct(0.5, 0.6), lambda A, B, s: ref.probability_product(A, B, 0.5, 0.6)),
+    ("prob-product-expected-likelihood", 2, K.ProbabilityProduct(1.0, [0.5, 2.0]), lambda A, B, s: ref.probability_product(A, B, 1.0, [0.5, 2.0])),
+    ("prob-product-rho2", 2, K.ProbabilityProduct(2.0, 1.5), lambda A, B, s: ref.probability_product(A, B, 2.0, 1.5)),
+    (
+        "mixture",
+        2,
+        K.Mixture(CENTERS2, [0.7, 1.2, 0.5], [0.2, 0.5, 0.3]),
+        lambda A, B, s: ref.mixture(A, B, CENTERS2, [0.7, 1.2, 0.5], [0.2, 0.5, 0.3]),
+    ),
 ]
+# Kernels that are not Mercer kernels: the property test asserts `checks.psd` flags them on a
+# counterexample instead of asserting PSD on random inputs.
+NOT_PSD = {
+    "sigmoid": np.array([[1.0, 0.0], [2.0, 0.0]]),  # tanh(0.5·xᵀx′ + 0.3) on x = 1, 2: det < 0
+    "boxcar": np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]),  # h = 1.25: eigenvalue 1 − √2
+}
 IDS = [k[0] for k in KERNELS]
 
 
@@ -116,10 +140,20 @@ def test_kernel_properties_on_random_inputs(name, d, kernel, reference, data):
     # symmetric: k(x, x′) = k(x′, x), up to round-off of the largest summand (|K| max times 1e-14)
     np.testing.assert_allclose(Kx, Kx.T, rtol=1e-14, atol=1e-14 * max(1.0, np.abs(Kx).max()))
     # positive semi-definite: eigenvalues ≥ 0 up to round-off n·ε·λmax (1e-10 relative is generous)
-    lam = np.linalg.eigvalsh(Kx)
-    assert lam[0] >= -1e-10 * max(1.0, abs(lam[-1])), lam
+    if name not in NOT_PSD:
+        lam = np.linalg.eigvalsh(Kx)
+        assert lam[0] >= -1e-10 * max(1.0, abs(lam[-1])), lam
     # diagonal consistency: diag=True equals the diagonal of the full matrix
     np.testing.assert_allclose(kernel.evaluate(X, diag=True), np.diag(Kx), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(NOT_PSD))
+def test_kernels_that_are_not_mercer_are_flagged(name):
+    kernel, X = _BY_ID[name][2], NOT_PSD[name]
+    check = bk.checks.psd(kernel, X)
+    assert not check.is_psd, check.verdict
+    assert check.eigenvalues[0] < -0.01 * check.eigenvalues[-1]  # clearly negative, not round-off
+    assert "not positive semi-definite" in check.verdict
 
 
 _BY_ID = {k[0]: k for k in KERNELS}
@@ -225,6 +259,24 @@ def test_gradient_matches_finite_differences():
         (lambda: K.FeatureKernel(F.Polynomial(2), [[1.0, 0.3], [0.0, 1.0]]), "prior_cov is not symmetric"),
         (lambda: K.FeatureKernel(F.Polynomial(2), [[1.0, 2.0], [2.0, 1.0]]), "prior_cov is not positive definite"),
         (lambda: K.FeatureKernel("not callable", 1.0), "phi must be a feature map or a callable"),
+        (lambda: K.ArcCosine(3), "order must be 0, 1 or 2"),
+        (lambda: K.ArcCosine(1.0), "order must be 0, 1 or 2"),
+        (lambda: K.NNGP(0), "depth must be an integer ≥ 1"),
+        (lambda: K.NTK(2.5), "depth must be an integer ≥ 1"),
+        (lambda: K.NNGP(1, weight_variance=-1.0), "weight_variance must be positive"),
+        (lambda: K.NTK(1, weight_variance=0.0), "weight_variance must be positive"),
+        (lambda: K.NTK(1, bias_variance=-0.1), "bias_variance must be non-negative"),
+        (lambda: K.NNGP(1, weight_variance=[1.0, 2.0]), "weight_variance must be a scalar"),
+        (lambda: K.Sigmoid(np.nan, 0.0), "a must be finite"),
+        (lambda: K.Sigmoid(1.0, [0.0, 1.0]), "b must be a scalar"),
+        (lambda: K.Boxcar(0.0), "width must be positive"),
+        (lambda: K.ProbabilityProduct(0.0, 1.0), "rho must be positive"),
+        (lambda: K.ProbabilityProduct(-0.5, 1.0), "rho must be positive"),
+        (lambda: K.ProbabilityProduct(1.0, -1.0), "variance must be positive"),
+        (lambda: K.Mixture([[0.0], [1.0]], [1.0, 1.0], [0.5, 0.6]), "weights must sum to 1"),
+        (lambda: K.Mixture([[0.0], [1.0]], [1.0, -1.0], [0.5, 0.5]), "scales must be positive"),
+        (lambda: K.Mixture([[0.0], [1.0]], 1.0, [1.0]), "weights has 1 entries but means has 2"),
+        (lambda: K.Mixture([[0.0], [1.0]], 1.0, [-0.5, 1.5]), "weights must be non-negative"),
     ],
 )
 def test_bad_hyperparameters_are_named(make, message):

@@ -1,0 +1,118 @@
+"""Mercer diagnostics on the user's data: is the kernel matrix positive semi-definite, and by what margin."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+
+from bayeskern._linalg import JITTER_STEPS, PSD_ROUNDOFF
+from bayeskern._validation import as_inputs
+from bayeskern.kernels import Kernel
+
+__all__ = ["PSDCheck", "psd"]
+
+_EPS = float(np.finfo(np.float64).eps)
+
+
+@dataclass(frozen=True)
+class PSDCheck:
+    """What `psd(kernel, X)` found on K = k(X, X).
+
+    `eigenvalues`: λ₁ ≤ … ≤ λₙ of K (the spectrum a report plots). `min_relative`: λ₁ / (n·ε·λₙ), the
+    smallest eigenvalue in units of the round-off scale of an n × n eigensolver. `condition_number`:
+    λₙ/λ₁ (inf when λ₁ ≤ 0). `jitter`: the smallest diagonal jitter with which Cholesky succeeds —
+    0.0 if none is needed, else the first of `JITTER_STEPS` × mean diagonal that works, None if none
+    does. `is_psd`: λ₁ ≥ −c·n·ε·λₙ with c = `PSD_ROUNDOFF` (100): PSD up to round-off.
+    `asymmetry`: max|K − Kᵀ| / max|K| (a kernel must be symmetric; K is symmetrised before eigh).
+    `verdict`: one sentence for a person.
+    """
+
+    kernel: str
+    n: int
+    eigenvalues: np.ndarray = field(repr=False)
+    min_relative: float
+    condition_number: float
+    jitter: float | None
+    is_psd: bool
+    asymmetry: float
+    verdict: str
+
+    def to_dict(self) -> dict:
+        """Plain JSON values (lists, floats, None; ±inf as the strings "inf"/"-inf")."""
+
+        def plain(v):
+            if v is None or isinstance(v, bool | str | int):
+                return v
+            v = float(v)
+            return v if np.isfinite(v) else ("inf" if v > 0 else "-inf")
+
+        return {
+            "kernel": self.kernel,
+            "n": self.n,
+            "eigenvalues": [float(v) for v in self.eigenvalues],
+            "min_relative": plain(self.min_relative),
+            "condition_number": plain(self.condition_number),
+            "jitter": plain(self.jitter),
+            "is_psd": bool(self.is_psd),
+            "asymmetry": plain(self.asymmetry),
+            "verdict": self.verdict,
+        }
+
+
+def _smallest_jitter(K: np.ndarray) -> float | None:
+    """0.0 if K factorises, else the first jitter of the escalating steps that works, else None."""
+    scale = float(np.mean(np.diag(K)))
+    scale = scale if np.isfinite(scale) and scale > 0 else 1.0
+    for jitter in (0.0, *(step * scale for step in JITTER_STEPS)):
+        try:
+            scipy.linalg.cholesky(K + jitter * np.eye(len(K)), lower=True, check_finite=False)
+            return jitter
+        except np.linalg.LinAlgError:
+            continue
+    return None
+
+
+def psd(kernel: Kernel, X) -> PSDCheck:
+    """Check Mercer's condition on the data: the eigen-spectrum of K = k(X, X) and what Cholesky makes of it.
+
+    `kernel`: any bayeskern kernel with numeric hyperparameters. `X`: inputs (n, d).
+    A Mercer kernel gives λ₁ ≥ 0 on every X; on a computer λ₁ may come out as small as −n·ε·λₙ, so
+    λ₁ ≥ −100·n·ε·λₙ counts as PSD. One failing X proves a kernel is not Mercer; passing on X proves
+    only that it is PSD there.
+    """
+    if not isinstance(kernel, Kernel):
+        raise ValueError(f"kernel must be a bayeskern.kernels kernel, got {type(kernel).__name__}")
+    X = as_inputs(X, "X")
+    K = kernel.evaluate(X)
+    n = len(K)
+    top = float(np.max(np.abs(K))) or 1.0
+    asymmetry = float(np.max(np.abs(K - K.T))) / top
+    lam = scipy.linalg.eigvalsh(0.5 * (K + K.T))  # ascending
+    lam_max = max(float(np.max(np.abs(lam))), 1e-300)
+    roundoff = n * _EPS * lam_max  # n·ε·λmax
+    min_relative = float(lam[0]) / roundoff
+    is_psd = bool(lam[0] >= -PSD_ROUNDOFF * roundoff)
+    condition = float(lam[-1] / lam[0]) if lam[0] > 0 else float("inf")
+    jitter = _smallest_jitter(K)
+    name = repr(kernel)
+    if not is_psd:
+        verdict = (
+            f"{name} is not positive semi-definite on these {n} inputs: its smallest eigenvalue "
+            f"{lam[0]:.3g} is {-min_relative:.3g} times the round-off scale n·ε·λmax = {roundoff:.3g} below zero, "
+            "so it is not a Mercer kernel and cannot be a GP covariance"
+            + ("" if jitter is None else f" (jitter {jitter:.3g} would hide this from Cholesky)")
+            + "."
+        )
+    elif lam[0] <= PSD_ROUNDOFF * roundoff:
+        verdict = (
+            f"{name} is positive semi-definite on these {n} inputs up to round-off, but singular "
+            f"(smallest eigenvalue {lam[0]:.3g}, round-off scale {roundoff:.3g}); "
+            + ("Cholesky needs no jitter." if jitter == 0.0 else "Cholesky needs jitter " + (f"{jitter:.3g}." if jitter is not None else "beyond the last step."))
+        )
+    else:
+        verdict = (
+            f"{name} is positive definite on these {n} inputs (smallest eigenvalue {lam[0]:.3g}, "
+            f"condition number {condition:.3g})"
+            + ("." if jitter == 0.0 else f"; Cholesky still needs jitter {jitter:.3g} at this conditioning.")
+        )
+    return PSDCheck(name, n, lam, min_relative, condition, jitter, is_psd, asymmetry, verdict)
