@@ -135,7 +135,11 @@ def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None]
             result.grid_eb = plug_in.posterior(result.point, Xnew=Xgrid, include_noise=spec.include_noise)
             result.prior_draws = _prior_draws(chosen.model, plug_in, result.point, Xgrid, spec.report["prior_samples"], seed)
         gram = numeric.kernel if numeric.kind == "gp" else FeatureKernel(numeric.features, numeric.prior_cov)
-        result.spectrum = np.linalg.eigvalsh(gram.evaluate(data.X))
+        if spec.checks["psd"]:  # Mercer's condition on the data, at the point
+            result.checks["psd"] = checks.psd(gram, data.X)
+            result.spectrum = np.asarray(result.checks["psd"].eigenvalues)
+        else:
+            result.spectrum = np.linalg.eigvalsh(gram.evaluate(data.X))
         if spec.checks["kernel_trick"] is not None:
             say("kernel-trick audit: BLR in weight space against the GP with k = φᵀΣφ …")
             result.checks["kernel_trick"], result.kernel_trick_curves = _kernel_trick(spec, data, numeric, Xgrid)
