@@ -57,13 +57,14 @@ def loo_figure(a) -> bytes:
     fig = Figure(figsize=(5.5, 5))
     ax = fig.subplots()
     mean, sd = a.loo_eb
-    ax.errorbar(a.data.y, mean, yerr=Z95 * sd, fmt="o", ms=3, color=EB_COLOUR, alpha=0.6, lw=0.8,
+    alpha = 0.6 if len(mean) <= 100 else 0.25  # many points: lighter bars
+    ax.errorbar(a.data.y, mean, yerr=Z95 * sd, fmt="o", ms=3, color=EB_COLOUR, alpha=alpha, lw=0.8,
                 label="p(tᵢ | t₋ᵢ, θ̂)")
     if a.idata is not None:
         draws = a.idata["posterior_predictive"].to_dataset()["y"]
         lo, hi = draws.quantile([0.025, 0.975], dim=("chain", "draw")).values
         m = draws.mean(("chain", "draw")).values
-        ax.errorbar(a.data.y, m, yerr=[m - lo, hi - m], fmt="s", ms=3, color=MCMC_COLOUR, alpha=0.5, lw=0.8,
+        ax.errorbar(a.data.y, m, yerr=[m - lo, hi - m], fmt="s", ms=3, color=MCMC_COLOUR, alpha=alpha, lw=0.8,
                     label="p(tᵢ | t₋ᵢ, θ) over MCMC draws")
     span = [min(a.data.y.min(), mean.min()), max(a.data.y.max(), mean.max())]
     ax.plot(span, span, color="grey", lw=1)
