@@ -265,3 +265,23 @@ psd = true
     assert sorted(p.name for p in (tmp_path / "r" / "figures").iterdir()) == ["loo_predictions.png", "spectrum.png"]
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["data"]["inputs"] == ["u", "v"] and summary["data"]["n"] == 15
+
+
+def test_a_kernel_that_is_not_psd_gets_one_clear_line_and_no_report(tmp_path, capsys):
+    """tanh(5xᵀx′ − 1) is not positive semi-definite on these inputs: exit 1, a sentence, no traceback, no folder."""
+    (tmp_path / "s.toml").write_text("""
+[data]
+source = "sinusoid"
+n = 12
+noise = 0.1
+[priors]
+noise = "HalfNormal(sigma=0.5)"
+[model]
+kind = "gp"
+kernel = "Sigmoid(a=5.0, b=-1.0)"
+sigma = "noise"
+""")
+    assert cli.main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "r")]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("bayeskern: error:")]
+    assert len(err) == 1 and "not positive definite" in err[0] and "Traceback" not in err[0]
+    assert not (tmp_path / "r").exists()
