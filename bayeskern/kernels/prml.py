@@ -32,4 +32,9 @@ class PRML(Sum):
     def __repr__(self) -> str:
         from bayeskern.kernels.base import _show
 
-        return "PRML(" + ", ".join(f"theta{i}={_show(t)}" for i, t in enumerate(self.theta)) + ")"
+        rbf, constant, linear = self.children
+        ell = rbf.children[0].hyperparameters["lengthscale"]
+        now = (rbf.hyperparameters["scale"], ell, constant.hyperparameters["c"], linear.hyperparameters["scale"])
+        # after map_hyperparameters (numbers plugged in) the children hold the values: θ1 = 1/ℓ²
+        theta = self.theta if any(is_symbolic(v) for v in now) else (now[0], 1.0 / np.asarray(ell) ** 2, now[2], now[3])
+        return "PRML(" + ", ".join(f"theta{i}={_show(t)}" for i, t in enumerate(theta)) + ")"
