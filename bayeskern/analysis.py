@@ -94,9 +94,12 @@ def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None]
         warnings.simplefilter("always")
         if spec.empirical_bayes is not None:
             for i, c in enumerate(candidates):
-                started = time.perf_counter()
+                started, before = time.perf_counter(), len(caught)
                 say(f"empirical Bayes {i + 1}/{len(candidates)}: {c.expression} ({spec.empirical_bayes['restarts']} starts) …")
                 c.eb = empirical_bayes(c.model, seed=seed, **spec.empirical_bayes)
+                if len(candidates) > 1:  # say which candidate a warning is about
+                    for w in caught[before:]:
+                        w.message = f"{c.expression}: {w.message}"
                 say(f"  log p(t | θ̂) = {c.eb.log_marginal_likelihood:.4f}   ({time.perf_counter() - started:.1f} s)")
             seconds["empirical_bayes"] = sum(c.eb.seconds for c in candidates)
         selected = 0 if len(candidates) == 1 else int(np.argmax([c.log_marginal_likelihood for c in candidates]))
