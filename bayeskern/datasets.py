@@ -57,8 +57,8 @@ SOURCE_KEYS = {
 
 
 def _read_csv(path: Path):
-    with path.open(newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f))
+    with path.open(newline="", encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not part of the first name
+        rows = [row for row in csv.reader(f) if any(cell.strip() for cell in row)]  # blank lines skipped
     if len(rows) < 2:
         raise ValueError(f"{path} has no data rows under its header")
     header, body = rows[0], rows[1:]
@@ -78,7 +78,7 @@ def _columns(table: np.ndarray, header, names, what: str) -> np.ndarray:
     return table[:, [list(header).index(c) for c in names]]
 
 
-def load(source: str, base=".", n=None, seed=0, noise=0.2, path=None, x=None, y=None, standardize=False) -> Data:
+def load(source: str, base=".", n=None, seed=0, noise=0.3, path=None, x=None, y=None, standardize=False) -> Data:
     """The data a spec's [data] table describes.
 
     `source`: "sinusoid" (n, noise, seed), "csv" (path relative to `base`, x column names, y column
@@ -87,11 +87,13 @@ def load(source: str, base=".", n=None, seed=0, noise=0.2, path=None, x=None, y=
     scales every column of X and y to mean 0, sd 1 — a zero-mean GP needs centred targets.
     """
     if source == "sinusoid":
-        X, t = sinusoid(25 if n is None else n, noise, seed)
+        X, t = sinusoid(10 if n is None else n, noise, seed)  # sinusoid()'s own defaults
         return Data(X, t, ("x",), "t", f"PRML's sinusoid t = sin(2πx) + ε, n = {len(t)}, noise sd {noise}, seed {seed}")
     if source == "csv":
         if path is None or x is None or y is None:
             raise ValueError("a csv source needs path, x (column names) and y (a column name)")
+        if y in x:
+            raise ValueError(f"the target column {y!r} is also an input (data.x)")
         file = Path(base) / path
         table, header = _read_csv(file)
         X, t, x_names, y_name = _columns(table, header, x, "data.x"), _columns(table, header, [y], "data.y")[:, 0], tuple(x), y

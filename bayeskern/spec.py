@@ -8,6 +8,7 @@ Every problem is a `SpecError` naming the file, the key and the reason on one li
 """
 
 import ast
+import inspect
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,9 @@ PRIORS = {n: getattr(pm, n) for n in (
     "Normal", "HalfNormal", "LogNormal", "Gamma", "InverseGamma", "Exponential", "HalfCauchy",
     "HalfStudentT", "Uniform", "TruncatedNormal", "Beta", "Weibull",
 )}
+
+#: the longest list a spec expression may write (centres of a basis, ARD length scales)
+MAX_LIST = 10_000
 
 TOP_KEYS = {"name", "description", "seed", "data", "model", "priors", "fit", "predict", "checks", "report"}
 
@@ -70,12 +74,22 @@ def _evaluate(node, callables: dict, names: dict):
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float):  # numbers, True and False
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_evaluate(node.operand, callables, names)
+        value = _evaluate(node.operand, callables, names)
+        if not isinstance(value, int | float):
+            raise ValueError(f"unary minus applies to numbers only: {ast.unparse(node)!r}")
+        return -value
     if isinstance(node, ast.List | ast.Tuple):
+        if len(node.elts) > MAX_LIST:
+            raise ValueError(f"a list may hold at most {MAX_LIST} values")
         return [_evaluate(e, callables, names) for e in node.elts]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult):
         left, right = _evaluate(node.left, callables, names), _evaluate(node.right, callables, names)
-        return left + right if isinstance(node.op, ast.Add) else left * right
+        if isinstance(left, list) or isinstance(right, list):  # no list repetition or concatenation
+            raise ValueError(f"+ and * apply to numbers and kernels, not to lists: {ast.unparse(node)!r}")
+        try:
+            return left + right if isinstance(node.op, ast.Add) else left * right
+        except TypeError:
+            raise ValueError(f"cannot combine these: {ast.unparse(node)!r}") from None
     if isinstance(node, ast.Name):
         if node.id not in names:
             known = ", ".join(sorted(names)) or "none declared"
@@ -131,11 +145,15 @@ class Spec:
     def load_data(self) -> datasets.Data:
         """The data of the spec (X (n, d), y (n,), column names); a missing file is a SpecError."""
         try:
-            return datasets.load(**self.data, base=self.path.parent)
+            data = datasets.load(**self.data, base=self.path.parent)
         except FileNotFoundError as err:
             raise SpecError(self.path, "data.path", f"no such file: {err.filename}") from None
         except (ValueError, KeyError, ImportError) as err:
             raise SpecError(self.path, "data", str(err)) from None
+        if self.grid is not None and data.X.shape[1] != 1:
+            raise SpecError(self.path, "predict", f"a grid needs 1-D inputs, but the data have {data.X.shape[1]} columns "
+                                                  "(leave [predict] out: the report then shows leave-one-out predictions)")
+        return data
 
     def model(self, candidate: str, data: datasets.Data) -> pm.Model:
         """The PyMC model of one candidate on the data: priors, then the GP or BLR likelihood of `y`."""
@@ -163,7 +181,15 @@ def _prior(path, name: str, text: str):
         return np.float64(v) if isinstance(v, float | int) and not isinstance(v, bool) else v
 
     def make(dist):
-        return lambda *a, **kw: dist(name, *map(as_float, a), **{k: (v if k == "shape" else as_float(v)) for k, v in kw.items()})
+        allowed = {p for p in inspect.signature(dist.dist).parameters if p not in ("args", "kwargs")} | {"shape"}
+
+        def declare(*a, **kw):
+            unknown = sorted(set(kw) - allowed)
+            if unknown:
+                raise ValueError(f"{dist.__name__} has no parameter {unknown[0]!r}; its parameters: {', '.join(sorted(allowed))}")
+            return dist(name, *map(as_float, a), **{k: (v if k == "shape" else as_float(v)) for k, v in kw.items()})
+
+        return declare
 
     try:
         return parse_expression(text, {n: make(d) for n, d in PRIORS.items()})
@@ -339,6 +365,9 @@ def load(path) -> Spec:
     for pname in priors:
         if pname not in used:
             raise SpecError(path, f"priors.{pname}", "declared but not used by the model")
+    if not used:
+        raise SpecError(path, "priors", "the model has no hyperparameter with a prior, so nothing to fit: declare priors "
+                                        "and use their names in [model] (for fixed hyperparameters use bayeskern.gp.posterior)")
     eb, mc = _fit(raw, path, len(texts))
 
     predict = _get(raw, "predict", path, "", dict, {})
@@ -351,6 +380,8 @@ def load(path) -> Spec:
         if not (stop > start and num >= 2):
             raise SpecError(path, "predict", f"need start < stop and num ≥ 2, got {start}, {stop}, {num}")
         grid = np.linspace(start, stop, num)
+    elif predict:
+        raise SpecError(path, "predict", "needs start and stop (a grid of num points in [start, stop])")
     include_noise = _get(predict, "include_noise", path, "predict.", bool, False)
 
     checks = _get(raw, "checks", path, "", dict, {})

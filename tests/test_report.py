@@ -265,6 +265,14 @@ psd = true
     assert sorted(p.name for p in (tmp_path / "r" / "figures").iterdir()) == ["loo_predictions.png", "spectrum.png"]
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["data"]["inputs"] == ["u", "v"] and summary["data"]["n"] == 15
+    # the leave-one-out predictions at θ̂ against refits without each point (numpy, PRML 6.66–6.67; rtol 1e-8)
+    ell = summary["empirical_bayes"]["params"]["ell"]
+    k = lambda A, B: reference.rbf(A, B, ell) + reference.linear(A, B)  # noqa: E731
+    loo = [reference.gp_posterior(k(np.delete(X, i, 0), np.delete(X, i, 0)), k(np.delete(X, i, 0), X[i:i + 1]),
+                                  k(X[i:i + 1], X[i:i + 1]), np.delete(y, i), 0.1) for i in range(15)]
+    predictions = xr.open_datatree(tmp_path / "r" / "results.nc")["predictions"].to_dataset()
+    np.testing.assert_allclose(predictions["loo_mean"].values, [m[0] for m, _, _ in loo], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(predictions["loo_sd"].values, [np.sqrt(c[0, 0] + 0.01) for _, c, _ in loo], rtol=1e-8)
 
 
 def test_a_kernel_that_is_not_psd_gets_one_clear_line_and_no_report(tmp_path, capsys):

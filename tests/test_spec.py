@@ -107,7 +107,7 @@ BAD = [
     ("unknown key in a table", ("[model]", "[model]\ncolour = 1"), "model.colour", "unknown key"),
     ("wrong type", ("n = 8", 'n = "eight"'), "data.n", "must be an integer"),
     ("wrong type of a table", ("seed = 3", "seed = 3.5"), "data.seed", "must be an integer"),
-    ("arbitrary Python call", ("2.0 * RBF(lengthscale=ell)", "__import__('os').system('touch /tmp/pwned')"), "model.kernel", "unknown name"),
+    ("arbitrary Python call", ("2.0 * RBF(lengthscale=ell)", "__import__('os').system('touch pwned')"), "model.kernel", "unknown name"),
     ("attribute access", ("2.0 * RBF(lengthscale=ell)", "RBF(1.0).__class__"), "model.kernel", "not allowed"),
     ("Python in a prior", ('HalfNormal(sigma=0.5)', "exec('1')"), "priors.noise", "unknown name 'exec'"),
     ("unknown prior distribution", ('HalfNormal(sigma=0.5)', "Cauchy2(beta=1.0)"), "priors.noise", "unknown name"),
@@ -120,11 +120,19 @@ BAD = [
     ("bad prior argument", ('HalfNormal(sigma=0.5)', "HalfNormal(sigma=-0.5)"), "priors.noise", "invalid parameters: sigma > 0"),
     ("bad grid", ("[model]", "[predict]\nstart = 1.0\nstop = 0.0\n[model]"), "predict", "start < stop"),
     ("not TOML", ("[data]", "[data"), "(file)", "not valid TOML"),
+    ("a prior's keyword that is not its parameter", ('HalfNormal(sigma=0.5)', "HalfNormal(sigma=0.5, observed=[1.0, 2.0])"),
+     "priors.noise", "has no parameter 'observed'"),
+    ("list repetition", ("2.0 * RBF(lengthscale=ell)", "RBF(lengthscale=ell) * RBF(lengthscale=[0.3] * 10000000000000)"),
+     "model.kernel", "not to lists"),
+    ("a kernel plus a list", ("2.0 * RBF(lengthscale=ell)", "RBF(lengthscale=ell) + [1.0]"), "model.kernel", "not to lists"),
+    ("minus a kernel", ("2.0 * RBF(lengthscale=ell)", "RBF(lengthscale=ell) * -RBF(lengthscale=1.0)"), "model.kernel", "unary minus"),
+    ("no prior at all", ('sigma = "noise"', "sigma = 0.1"), "priors.noise", "not used"),
+    ("grid options without a grid", ("[model]", "[predict]\nnum = 5\n[model]"), "predict", "needs start and stop"),
 ]
 
 
 @pytest.mark.parametrize("what, change, key, reason", BAD, ids=[b[0] for b in BAD])
-def test_bad_spec_gets_one_line_naming_file_key_and_reason_and_exit_code_2(tmp_path, capsys, what, change, key, reason):
+def test_bad_spec_gets_one_line_naming_file_key_and_reason_and_exit_code_2(tmp_path, capsys, monkeypatch, what, change, key, reason):
     assert change[0] in BASE
     path = _write(tmp_path, BASE.replace(*change))
     out = tmp_path / "never"
@@ -134,8 +142,9 @@ def test_bad_spec_gets_one_line_naming_file_key_and_reason_and_exit_code_2(tmp_p
     assert err[0].startswith(f"bayeskern: error: {path}: {key}:"), err[0]
     assert reason in err[0], err[0]
     assert not out.exists()
+    monkeypatch.chdir(tmp_path)
     assert cli.main(["check", str(path)]) == 2
-    assert not Path("/tmp/pwned").exists()
+    assert not (tmp_path / "pwned").exists()
 
 
 def test_a_prior_that_is_not_used_is_named(tmp_path, capsys):
@@ -154,3 +163,36 @@ def test_missing_data_file_is_named(tmp_path, capsys):
 
 def test_missing_spec_file():
     assert cli.main(["check", "no/such/spec.toml"]) == 2
+
+
+def test_no_hyperparameters_to_fit_is_named(tmp_path, capsys):
+    text = BASE.replace('ell = "Gamma(alpha=2.0, beta=4.0)"\nnoise = "HalfNormal(sigma=0.5)"\n', "").replace("lengthscale=ell", "lengthscale=0.3").replace('sigma = "noise"', "sigma = 0.1")
+    assert cli.main(["check", str(_write(tmp_path, text))]) == 2
+    assert "priors: the model has no hyperparameter with a prior" in capsys.readouterr().err
+
+
+def test_data_problems_are_named(tmp_path, capsys):
+    (tmp_path / "d.csv").write_text("\ufeffu,v,y\n1,2,3\n\n4,5,6\n7,8,9\n")  # a byte-order mark and a blank line
+    csv = BASE.replace('source = "sinusoid"\nn = 8\nnoise = 0.1\nseed = 3', 'source = "csv"\npath = "d.csv"\nx = ["u", "v"]\ny = "y"')
+    data = spec.load(_write(tmp_path, csv)).load_data()
+    np.testing.assert_array_equal(data.X, [[1, 2], [4, 5], [7, 8]])
+    leak = csv.replace('x = ["u", "v"]', 'x = ["u", "y"]')
+    assert cli.main(["check", str(_write(tmp_path, leak))]) == 2
+    assert "data: the target column 'y' is also an input" in capsys.readouterr().err
+    grid = csv + "[predict]\nstart = 0.0\nstop = 1.0\n"
+    assert cli.main(["check", str(_write(tmp_path, grid))]) == 2
+    assert "predict: a grid needs 1-D inputs, but the data have 2 columns" in capsys.readouterr().err
+
+
+def test_a_folder_that_is_not_a_report_is_never_replaced(tmp_path):
+    from bayeskern.report import write_atomically
+
+    precious = tmp_path / "project"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work")
+    with pytest.raises(ValueError, match="is not a bayeskern report"):
+        write_atomically(precious, {"summary.json": "{}"})
+    assert (precious / "thesis.tex").read_text() == "years of work"
+    report = write_atomically(tmp_path / "r", {"summary.json": "{}", "a.txt": "old"})
+    write_atomically(report, {"summary.json": "{}"})  # an earlier report is replaced whole
+    assert sorted(p.name for p in report.iterdir()) == ["summary.json"]

@@ -28,7 +28,7 @@ def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
     out += [("h1", spec.report["title"]), ("p", spec.description)]
     out += [("h2", "Data and model"), ("p", a.data.description + ".")]
     kind = ("a zero-mean Gaussian process, t = f(x) + ε, f ~ GP(0, k), ε ~ N(0, σ²)" if spec.kind == "gp"
-            else "Bayesian linear regression t = Φw + ε, w ~ N(0, Σ = prior_cov·I), ε ~ N(0, σ²), weights integrated out")
+            else "Bayesian linear regression t = Φw + ε, w ~ N(0, Σ) with Σ = prior_cov (a number: prior_cov·I), ε ~ N(0, σ²), weights integrated out")
     out.append(("p", f"Model: {kind}. Noise sd σ = {spec.sigma}" + (f"; prior_cov = {spec.prior_cov}" if spec.kind == "blr" else "") + "."))
     if spec.priors:
         out.append(("table", ["hyperparameter", "prior"], [[n, p] for n, p in spec.priors.items()]))
@@ -37,19 +37,20 @@ def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
 
     if len(a.candidates) > 1:
         out.append(("h2", "Candidates by evidence"))
-        rows = sorted(summary["candidates"], key=lambda c: -(c["log_marginal_likelihood"] or -np.inf))
+        lml = lambda i: summary["candidates"][i]["log_marginal_likelihood"]  # noqa: E731
+        order = sorted(range(len(summary["candidates"])), key=lambda i: np.inf if lml(i) is None else -lml(i))  # no evidence: last
         out.append(("table", ["candidate", "log p(t | θ̂)", "converged"],
-                    [[("→ " if c["expression"] == a.chosen.expression else "") + c["expression"],
-                      _num(c["log_marginal_likelihood"], 6), _num(c["converged"])] for c in rows]))
+                    [[("→ " if i == a.selected else "") + summary["candidates"][i]["expression"],
+                      _num(lml(i), 6), _num(summary["candidates"][i]["converged"])] for i in order]))
         out += fig("evidence.png")
     out.append(("p", f"Analysed in full: {a.chosen.expression}."))
 
     eb = summary["empirical_bayes"]
     if eb is not None:
         out.append(("h2", "Empirical Bayes (type-II maximum likelihood)"))
-        out.append(("p", f"log p(t | θ̂) = {eb['log_marginal_likelihood']:.6g}; converged: {_num(eb['converged'])} "
-                         f"(max |gradient| {eb['grad_norm']:.2g}); {len(eb['optima'])} distinct optimum/optima from "
-                         f"{eb['restarts']} starts; jitter {eb['jitter']:g}; {eb['seconds']:.1f} s."))
+        out.append(("p", f"log p(t | θ̂) = {_num(eb['log_marginal_likelihood'], 6)}; converged: {_num(eb['converged'])} "
+                         f"(max |gradient| {_num(eb['grad_norm'], 2)}); {len(eb['optima'])} distinct optimum/optima from "
+                         f"{eb['restarts']} starts; jitter {_num(eb['jitter'])}; {_num(eb['seconds'], 3)} s."))
         out.append(("table", ["hyperparameter", "θ̂", "Laplace sd", "at the edge of its support"],
                     [[n, _num(v), _num(eb["laplace_sd"][n]), _num(eb["at_bound"][n])] for n, v in eb["params"].items()]))
 
@@ -59,7 +60,7 @@ def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
         out.append(("h2", "MCMC (NUTS)"))
         out.append(("p", f"{mc['chains']} chains × {mc['draws']} draws after {mc['tune']} tuning steps ({mc['sampler']}). "
                          f"Verdict: {mc['verdict']}. Divergences: {d['divergences']}; E-BFMI per chain: {_num(d['ebfmi'], 3)}. "
-                         f"PSIS-LOO elpd = {mc['loo']['elpd']:.4g} ± {mc['loo']['se']:.2g}."))
+                         f"PSIS-LOO elpd = {_num(mc['loo']['elpd'])} ± {_num(mc['loo']['se'], 2)}."))
         out.append(("table", ["hyperparameter", "posterior mean", "R-hat", "bulk ESS", "tail ESS"],
                     [[n, _num(mc["posterior_mean"][n]), _num(t["rhat"]), _num(t["ess_bulk"], 3), _num(t["ess_tail"], 3)]
                      for n, t in d["table"].items()]))
@@ -72,10 +73,10 @@ def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
                     [[n, _num(r["eb"]), _num(r["mean"]), _num(r["sd"]), f"{_num(r['lower'])} … {_num(r['upper'])}",
                       _num(r["z"], 3), _num(r["eb_in_interval"])] for n, r in cmp["params"].items()]))
         gap = "" if cmp["max_mean_gap_sd"] is None else (
-            f" On the grid the two predictive means differ by at most {cmp['max_mean_gap_sd']:.3g} MCMC sd; "
+            f" On the grid the two predictive means differ by at most {_num(cmp['max_mean_gap_sd'], 3)} MCMC sd; "
             f"sd_EB / sd_MCMC ranges {_num(cmp['sd_ratio'][0], 3)} … {_num(cmp['sd_ratio'][2], 3)} (median {_num(cmp['sd_ratio'][1], 3)}).")
-        out.append(("p", f"Leave-one-out elpd: EB plug-in {cmp['elpd_loo_eb']:.4g} (optimistic: θ̂ saw every point), "
-                         f"MCMC (PSIS-LOO) {cmp['elpd_loo_mcmc']:.4g} ± {cmp['elpd_loo_mcmc_se']:.2g}." + gap))
+        out.append(("p", f"Leave-one-out elpd: EB plug-in {_num(cmp['elpd_loo_eb'])} (optimistic: θ̂ saw every point), "
+                         f"MCMC (PSIS-LOO) {_num(cmp['elpd_loo_mcmc'])} ± {_num(cmp['elpd_loo_mcmc_se'], 2)}." + gap))
 
     out.append(("h2", "Predictions"))
     out += fig("fit.png") + fig("loo_predictions.png") + fig("loo_pit.png") + fig("prior_samples.png")
@@ -85,8 +86,8 @@ def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
     if spectrum is not None:
         verdict = ("no eigenvalue below the round-off level" if spectrum["min"] >= -spectrum["roundoff"]
                    else "an eigenvalue is negative beyond round-off: the kernel is not positive semi-definite on these inputs")
-        out.append(("p", f"Gram matrix at the fitted hyperparameters: λmin = {spectrum['min']:.3g}, λmax = {spectrum['max']:.3g}, "
-                         f"round-off level n·ε·λmax = {spectrum['roundoff']:.2g}: {verdict}."))
+        out.append(("p", f"Gram matrix at the fitted hyperparameters: λmin = {_num(spectrum['min'], 3)}, λmax = {_num(spectrum['max'], 3)}, "
+                         f"round-off level n·ε·λmax = {_num(spectrum['roundoff'], 2)}: {verdict}."))
         out += fig("spectrum.png")
     for name, result in summary["checks"].items():
         verdict = result.get("passed", result.get("is_psd"))

@@ -17,6 +17,8 @@ def write_atomically(folder, files: dict[str, str | bytes | Callable[[Path], Non
     temporary folder behind.
     """
     folder = Path(folder)
+    if folder.exists() and not _replaceable(folder):
+        raise ValueError(f"{folder} exists and is not a bayeskern report (no summary.json): refusing to replace it")
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
@@ -34,10 +36,20 @@ def write_atomically(folder, files: dict[str, str | bytes | Callable[[Path], Non
         if folder.exists():
             old = folder.with_name(f".{folder.name}-old-{os.getpid()}")
             folder.rename(old)
-        tmp.rename(folder)
+        try:
+            tmp.rename(folder)
+        except BaseException:
+            if old is not None:
+                old.rename(folder)  # put the previous report back
+            raise
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return folder
+
+
+def _replaceable(folder: Path) -> bool:
+    """Only an empty folder or an earlier report (it has summary.json) may be replaced."""
+    return folder.is_dir() and (not any(folder.iterdir()) or (folder / "summary.json").is_file())
