@@ -96,6 +96,9 @@ def check_prior_cov(S, M: int | None = None, name: str = "prior_cov"):
     if is_symbolic(S):
         if S.ndim > 2:
             raise ValueError(f"{name} must be a scalar, a vector or a matrix, got a {S.ndim}-D tensor")
+        rows = S.type.shape[0] if S.ndim else None  # static length, when PyTensor knows it
+        if M is not None and rows is not None and rows != M:
+            raise ValueError(f"{name} has {rows} rows but the feature map gives M={M} features")
         return S
     A = check_number(S, name)
     if A.ndim == 0 or A.ndim == 1:

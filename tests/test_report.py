@@ -293,3 +293,27 @@ sigma = "noise"
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("bayeskern: error:")]
     assert len(err) == 1 and "not positive definite" in err[0] and "Traceback" not in err[0]
     assert not (tmp_path / "r").exists()
+
+
+def test_mcmc_only_reports_at_the_posterior_mean_with_noise_bands(tmp_path):
+    """Without EB the point summaries use the posterior mean of θ; include_noise = true puts σ² in the grid sd
+    (numpy GP at that point, sd² = diag cov + σ², rtol 1e-8)."""
+    text = SMALL.replace("[fit.empirical_bayes]\nrestarts = 2\n", "").replace("num = 21", "num = 5\ninclude_noise = true")
+    (tmp_path / "s.toml").write_text(text.replace('name = "small"', 'name = "mcmc_only"'))
+    assert cli.main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "r")]) == 0
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["empirical_bayes"] is None and summary["eb_vs_mcmc"] is None
+    assert summary["selected"]["point_is"] == "posterior mean"
+    p = summary["selected"]["point"]
+    results = xr.open_datatree(tmp_path / "r" / "results.nc")
+    posterior = results["posterior"].to_dataset()
+    for name in ("ell", "eta", "noise"):
+        np.testing.assert_allclose(p[name], posterior[name].mean().item(), rtol=1e-12)
+    X, t = sinusoid(10, 0.1, 3)
+    grid = np.linspace(0, 1, 5)[:, None]
+    k = lambda A, B: p["eta"] * reference.rbf(A, B, p["ell"])  # noqa: E731
+    mean, cov, _ = reference.gp_posterior(k(X, X), k(X, grid), k(grid, grid), t, p["noise"])
+    predictions = results["predictions"].to_dataset()
+    np.testing.assert_allclose(predictions["mean"].values, mean, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(predictions["sd"].values, np.sqrt(np.diag(cov) + p["noise"] ** 2), rtol=1e-8)
+    assert "mcmc_y_lower" in predictions and np.all(predictions["mcmc_y_lower"] < predictions["mcmc_f_lower"])
