@@ -50,6 +50,8 @@ def _lapack(name: str, argtypes: tuple):
 # UPLO, N, A, LDA, INFO
 _potrf = _lapack("potrf", (_i32p, _i32p, _f64p, _i32p, _i32p))
 _potri = _lapack("potri", (_i32p, _i32p, _f64p, _i32p, _i32p))
+# UPLO, N, A, LDA, ANORM, RCOND, WORK, IWORK, INFO
+_pocon = _lapack("pocon", (_i32p, _i32p, _f64p, _i32p, _f64p, _f64p, _f64p, _i32p, _i32p))
 # UPLO, N, NRHS, A, LDA, B, LDB, INFO
 _potrs = _lapack("potrs", (_i32p, _i32p, _i32p, _f64p, _i32p, _f64p, _i32p, _i32p))
 
@@ -69,6 +71,14 @@ def _logp_and_gradients(C, t, use_jitter):
     scale_from_C = np.isfinite(scale) and scale > 0.0
     if not scale_from_C:
         scale = 1.0
+    norm1 = 0.0  # ‖C‖₁, for the condition estimate
+    for j in range(n):
+        column = 0.0
+        for i in range(n):
+            column += abs(C[i, j])
+        norm1 = max(norm1, column)
+    anorm, rcond = np.empty(1), np.zeros(1)
+    work, iwork = np.empty(3 * n), np.empty(n, dtype=np.int32)
     uplo, N, info = val_to_int_ptr(np.int32(ord("L"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
     n_tries = 1 + (_JITTER_STEPS.shape[0] if use_jitter else 0)
     jitter, ok = 0.0, False
@@ -84,6 +94,10 @@ def _logp_and_gradients(C, t, use_jitter):
         ok = int_ptr_to_val(info) == 0
         for i in range(n):
             ok = ok and np.isfinite(A[i, i]) and A[i, i] > 0.0
+        if ok:  # potrf also "succeeds" on a C singular to round-off, whose log-determinant is then noise:
+            anorm[0] = norm1 + jitter  # ask LAPACK for 1/cond₁(C) and call C singular below n·ε
+            _pocon(uplo, N, A.ctypes, N, anorm.ctypes, rcond.ctypes, work.ctypes, iwork.ctypes, info)
+            ok = rcond[0] > n * 2.220446049250313e-16
         if ok:
             break
     if not ok:
@@ -161,7 +175,7 @@ def _funcify_gaussian_logp(op, node, **kwargs):
         logp, d_C, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(C), np.ascontiguousarray(t), use_jitter)
         return np.asarray(logp), d_C, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 4  # bump when _logp_and_gradients changes: PyTensor caches the compiled code on disk
+    return gaussian_logp, 6  # bump when _logp_and_gradients changes: PyTensor caches the compiled code on disk
 
 
 _GAUSSIAN_LOGP = GaussianLogp(jitter=False)

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 
 __all__ = ["JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "cho_solve", "cholesky", "loo_gaussian", "psd_eigh", "solve_lower"]
 
@@ -20,19 +21,19 @@ def cholesky(A: np.ndarray, name: str = "matrix") -> tuple[np.ndarray, float]:
     """Lower Cholesky factor L of A = L Lᵀ and the jitter added to the diagonal (0.0 if none).
 
     Jitter is tried only after the exact factorisation fails, in the steps of `JITTER_STEPS`
-    relative to the mean diagonal; using any is announced with a RuntimeWarning.
+    relative to the mean diagonal; using any is announced with a RuntimeWarning. A factorisation of
+    a matrix singular to round-off (LAPACK's estimate 1/cond₁ ≤ n·ε) counts as failed: its
+    log-determinant would be noise (the same rule as the marginal likelihood's Op).
     """
-    try:
-        return scipy.linalg.cholesky(A, lower=True, check_finite=False), 0.0
-    except np.linalg.LinAlgError:
-        pass
+    L = _factor(A, 0.0)
+    if L is not None:
+        return L, 0.0
     scale = float(np.mean(np.diag(A)))
     scale = scale if np.isfinite(scale) and scale > 0 else 1.0
     for step in JITTER_STEPS:
         jitter = step * scale
-        try:
-            L = scipy.linalg.cholesky(A + jitter * np.eye(A.shape[0]), lower=True, check_finite=False)
-        except np.linalg.LinAlgError:
+        L = _factor(A, jitter)
+        if L is None:
             continue
         warnings.warn(
             f"{name} is not numerically positive definite; added jitter {jitter:.3g} to its diagonal",
@@ -44,6 +45,17 @@ def cholesky(A: np.ndarray, name: str = "matrix") -> tuple[np.ndarray, float]:
         f"{name} is not positive definite, even with jitter up to {JITTER_STEPS[-1] * scale:.3g} "
         "on the diagonal: check that the kernel is positive semi-definite and the noise positive"
     )
+
+
+def _factor(A: np.ndarray, jitter: float) -> np.ndarray | None:
+    """The lower Cholesky factor of A + jitter·I, or None if it fails or A is singular to round-off."""
+    B = A + jitter * np.eye(A.shape[0]) if jitter else A
+    try:
+        L = scipy.linalg.cholesky(B, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return None
+    rcond, info = scipy.linalg.lapack.dpocon(L, np.linalg.norm(B, 1), uplo="L")
+    return L if info == 0 and rcond > A.shape[0] * np.finfo(float).eps else None
 
 
 def solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -238,12 +238,6 @@ def test_near_duplicate_inputs_converge():
     assert result.log_marginal_likelihood >= sk.log_marginal_likelihood_value_ - 1e-3
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "with numba 0.68 / numpy 2.5.5 (venv of 2026-11-23) LAPACK's potrf accepts K + σ²I at σ ≈ 2e-8 although it "
-    "is singular to round-off; the log-determinant of that factor is garbage (LML 478 against 328 with jitter), "
-    "so L-BFGS-B stops there, unconverged and warned, instead of running σ to its edge. A pivot floor does not "
-    "catch it (the pivots are ~6e-14 while C's smallest eigenvalues are ~−1e-15); a sound fix needs a "
-    "cheaper-than-eigh test of numerical singularity"))
 def test_noise_free_data_put_sigma_at_its_bound_and_the_jitter_is_reported():
     X = np.linspace(0, 1, 40)[:, None]
     y = np.sin(2 * np.pi * X[:, 0])  # no noise: the likelihood keeps rising as σ → 0 until C is singular

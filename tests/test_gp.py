@@ -2,6 +2,7 @@
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 
 import bayeskern as bk
@@ -220,3 +221,26 @@ def test_gaussian_logp_op_against_scipy_on_both_backends():
                 assert np.isfinite(logp_bad) and used_bad > 0
             else:
                 assert logp_bad == -np.inf and used_bad == 0.0
+
+
+def test_a_matrix_singular_to_round_off_is_not_factorised_silently():
+    """LAPACK's potrf accepts this K + σ²I (σ = 2e-8, noise-free RBF Gram) although its smallest eigenvalues
+    are negative: its log-determinant would be noise. Both Cholesky paths must treat it as failed — the
+    numpy one adds jitter (with a warning), the Op without jitter gives −inf."""
+    import scipy.linalg
+
+    from bayeskern._gaussian_logp import GaussianLogp
+    from bayeskern._linalg import JITTER_STEPS, cholesky
+
+    X = np.linspace(0, 1, 40)[:, None]
+    C = 0.39 * ref.rbf(X, X, 0.34) + (2e-8) ** 2 * np.eye(40)
+    scipy.linalg.cholesky(C, lower=True)  # no LinAlgError: the plain factorisation "succeeds"
+    assert np.linalg.eigvalsh(C)[0] < 0  # but C is not positive definite in floating point
+    with pytest.warns(RuntimeWarning, match="jitter"):
+        _, jitter = cholesky(C, "C")
+    assert jitter in [step * np.mean(np.diag(C)) for step in JITTER_STEPS]
+    t = np.sin(2 * np.pi * X[:, 0])
+    plain = GaussianLogp(jitter=False)(pt.as_tensor(C), pt.as_tensor(t))
+    assert plain[0].eval() == -np.inf
+    escalating = GaussianLogp(jitter=True)(pt.as_tensor(C), pt.as_tensor(t))
+    assert np.isfinite(escalating[0].eval()) and escalating[3].eval() > 0
