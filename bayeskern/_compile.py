@@ -4,11 +4,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
 import pytensor
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import equal_computations
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import graph_inputs
 
-__all__ = ["compiled"]
+__all__ = ["compiled", "compiled_graph"]
 
 _MAX_ENTRIES = 512
 _CACHE: OrderedDict = OrderedDict()
+
+_MAX_GRAPHS = 32
+_GRAPHS: list = []  # (inputs with the data's stand-ins, outputs, compile options, function); newest last
 
 
 def compiled(key: Hashable, build: Callable[[], tuple[list, object]]):
@@ -27,3 +34,36 @@ def compiled(key: Hashable, build: Callable[[], tuple[list, object]]):
     else:
         _CACHE.move_to_end(key)
     return fn
+
+
+def compiled_graph(inputs: list, outputs: list, **options) -> Callable:
+    """`pytensor.function(inputs, outputs, **options)`, reused for every later graph of the same structure.
+
+    A PyMC model's graph holds its data in shared variables. Here they become explicit inputs, fed
+    their current values at each call, so two models that differ only in their data (or two fits of
+    one model) share one compiled function; graphs match when `equal_computations` finds the same
+    operations, constants and wiring. Rewriting a graph for compilation takes about half a second,
+    evaluating it at n = 500 about ten milliseconds.
+    """
+    shared = [v for v in graph_inputs(outputs) if isinstance(v, SharedVariable)]
+    stand_ins = [v.type(name=v.name) for v in shared]
+    outputs = graph_replace(list(outputs), dict(zip(shared, stand_ins, strict=True)), strict=True)
+    all_inputs = list(inputs) + stand_ins
+    for entry_inputs, entry_outputs, entry_options, fn in reversed(_GRAPHS):
+        if (
+            entry_options == options
+            and len(entry_inputs) == len(all_inputs)
+            and len(entry_outputs) == len(outputs)
+            and all(a.type == b.type for a, b in zip(entry_inputs, all_inputs, strict=True))
+            and equal_computations(outputs, entry_outputs, all_inputs, entry_inputs)
+        ):
+            break
+    else:
+        fn = pytensor.function(all_inputs, outputs, **options)
+        _GRAPHS.append((all_inputs, outputs, options, fn))
+        del _GRAPHS[:-_MAX_GRAPHS]
+
+    def call(*values):
+        return fn(*values, *(v.get_value(borrow=True) for v in shared))
+
+    return call

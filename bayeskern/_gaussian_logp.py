@@ -1,7 +1,8 @@
 """log N(t | 0, C) as one PyTensor Op whose gradient is the seeds' ½(ααᵀ − C⁻¹), α = C⁻¹t, compiled by Numba.
 
 The work is one Cholesky factorisation (LAPACK potrf), one solve (potrs) and the inverse from the
-factor (potri) — about three factorisations, against about seven for differentiating the Cholesky
+factor (potri) — about three factorisations — plus a few passes over memory (the copy, a condition
+estimate, the symmetric gradient), against about seven for differentiating the Cholesky
 factorisation symbolically. The kernel below is Numba code calling LAPACK directly, so PyTensor's
 Numba backend (PyMC's default, and nutpie's) runs it without the GIL and caches it on disk; Python
 (`perform`) calls the same compiled kernel.
@@ -56,41 +57,51 @@ _pocon = _lapack("pocon", (_i32p, _i32p, _f64p, _i32p, _f64p, _f64p, _f64p, _i32
 _potrs = _lapack("potrs", (_i32p, _i32p, _i32p, _f64p, _i32p, _f64p, _i32p, _i32p))
 
 
-@numba_basic.numba_njit(final_function=True, fastmath=False)  # callable from Python too; exact arithmetic
-def _logp_and_gradients(C, t, use_jitter):
-    """log N(t | 0, C), ∂/∂C, ∂/∂t and the jitter added to C's diagonal.
+_BLOCK = 64  # tile edge for the symmetric write of ∂/∂C: both d_C[i, j] and d_C[j, i] stay in cache
 
+
+@numba_basic.numba_njit(final_function=True, fastmath=False)  # callable from Python too; exact arithmetic
+def _logp_and_gradients(K, t, noise_var, use_jitter):
+    """log N(t | 0, C), C = K + noise_var·I, with ∂/∂C, ∂/∂t and the jitter added to C's diagonal.
+
+    Only K's lower triangle is read (LAPACK's convention), so K need not be symmetric to the bit.
     A C that is not numerically positive definite gives (−inf, 0, 0, 0) — the sampler or optimiser
     must step back — unless `use_jitter`, when the steps of `JITTER_STEPS` (relative to the mean
     diagonal) are tried in turn and the one used is returned.
     """
-    n = C.shape[0]
+    n = K.shape[0]
     scale = 0.0
     for i in range(n):
-        scale += C[i, i] / n
+        scale += (K[i, i] + noise_var) / n
     scale_from_C = np.isfinite(scale) and scale > 0.0
     if not scale_from_C:
         scale = 1.0
-    norm1 = 0.0  # ‖C‖₁, for the condition estimate
-    for j in range(n):
-        column = 0.0
-        for i in range(n):
-            column += abs(C[i, j])
-        norm1 = max(norm1, column)
+    # ‖C‖₁ for the condition estimate; C symmetric, so its column sums are its row sums, read
+    # from the lower triangle row by row (contiguous in memory)
+    row_sum = np.zeros(n)
+    for i in range(n):
+        for j in range(i):
+            a = abs(K[i, j])
+            row_sum[i] += a
+            row_sum[j] += a
+        row_sum[i] += abs(K[i, i] + noise_var)
+    norm1 = row_sum.max() if n > 0 else 0.0
     anorm, rcond = np.empty(1), np.zeros(1)
     work, iwork = np.empty(3 * n), np.empty(n, dtype=np.int32)
-    uplo, N, info = val_to_int_ptr(np.int32(ord("L"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
+    uplo, N, info = val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
     n_tries = 1 + (_JITTER_STEPS.shape[0] if use_jitter else 0)
     jitter, ok = 0.0, False
-    # LAPACK reads the C-order copy A as Aᵀ = C (symmetric); its lower triangle F[i, j], i ≥ j, is
-    # A[j, i]: every result below is read from A's upper triangle
+    # LAPACK reads a C-order array as its transpose: its upper triangle ("U") is the C-order lower
+    # triangle of A, which holds C's lower triangle. C = UᵀU with Uᵢⱼ (i ≤ j) in A[j, i]: every result
+    # below is read from A's lower triangle
     A = np.empty((n, n))
     for attempt in range(n_tries):
         jitter = 0.0 if attempt == 0 else _JITTER_STEPS[attempt - 1] * scale
-        A[:, :] = C
         for i in range(n):
-            A[i, i] += jitter
-        _potrf(uplo, N, A.ctypes, N, info)  # C + jitter·I = L Lᵀ, Lᵢⱼ in A[j, i]
+            for j in range(i):
+                A[i, j] = K[i, j]
+            A[i, i] = K[i, i] + noise_var + jitter  # C = K + σ²I (+ jitter·I)   (PRML 6.62)
+        _potrf(uplo, N, A.ctypes, N, info)
         ok = int_ptr_to_val(info) == 0
         for i in range(n):
             ok = ok and np.isfinite(A[i, i]) and A[i, i] > 0.0
@@ -104,19 +115,23 @@ def _logp_and_gradients(C, t, use_jitter):
         return -np.inf, np.zeros((n, n)), np.zeros(n), 0.0
     log_det_half = 0.0
     for i in range(n):
-        log_det_half += np.log(A[i, i])  # Σ log Lᵢᵢ = ½ log|C|
+        log_det_half += np.log(A[i, i])  # Σ log Uᵢᵢ = ½ log|C|
     alpha = t.copy()
     _potrs(uplo, N, val_to_int_ptr(np.int32(1)), A.ctypes, N, alpha.ctypes, N, info)  # α = C⁻¹t
-    _potri(uplo, N, A.ctypes, N, info)  # C⁻¹ from its factor, one triangle
+    _potri(uplo, N, A.ctypes, N, info)  # C⁻¹ from its factor, into A's lower triangle
     # log p(t) = −½ tᵀα − Σ log Lᵢᵢ − n/2 log 2π   (R&W 2.30)
     logp = -0.5 * np.dot(t, alpha) - log_det_half - 0.5 * n * LOG_2PI
-    # ∂ log p / ∂C = ½ (ααᵀ − C⁻¹)   (R&W 5.9); (C⁻¹)ᵢⱼ is in A[i, j] for j ≥ i
-    d_C = np.empty((n, n))
-    for i in range(n):
-        for j in range(i, n):
-            v = 0.5 * (alpha[i] * alpha[j] - A[i, j])
-            d_C[i, j] = v
-            d_C[j, i] = v
+    # ∂ log p / ∂C = ½ (ααᵀ − C⁻¹)   (R&W 5.9), written over A: (C⁻¹)ᵢⱼ is in A[i, j] for j ≤ i, and
+    # each entry is read once, just before it is overwritten; the mirror A[j, i] (j < i) holds nothing
+    # still to be read. In tiles, so that the mirrored rows are written while they are in cache
+    d_C = A
+    for ib in range(0, n, _BLOCK):
+        for jb in range(0, ib + 1, _BLOCK):
+            for i in range(ib, min(ib + _BLOCK, n)):
+                for j in range(jb, min(jb + _BLOCK, i + 1)):
+                    v = 0.5 * (alpha[i] * alpha[j] - A[i, j])
+                    d_C[i, j] = v
+                    d_C[j, i] = v
     if jitter > 0.0 and scale_from_C:
         # the jitter is step · mean(diag C), itself a function of C: ∂jitter/∂Cᵢᵢ = step/n, so every
         # diagonal entry gains (step/n) · tr(∂ log p/∂(C + jitter·I))
@@ -130,7 +145,11 @@ def _logp_and_gradients(C, t, use_jitter):
 
 
 class GaussianLogp(Op):
-    """Outputs log N(t | 0, C), ∂/∂C, ∂/∂t and the jitter used; the pullback reuses the gradients.
+    """Inputs K, t, σ²; outputs log N(t | 0, K + σ²I), ∂/∂C, ∂/∂t and the jitter used.
+
+    The pullback reuses the gradients: ∂/∂K = ∂/∂C (one triangle of K is read, so the gradient is
+    the symmetric ½(ααᵀ − C⁻¹) whatever K's other triangle holds) and ∂/∂σ² = tr ∂/∂C.
+    σ²I is added inside: no n × n identity in the graph, forward or backward.
 
     `jitter=False` (in models): −inf where C is not numerically positive definite.
     `jitter=True` (for `bayeskern.fit.empirical_bayes`): escalating jitter instead, reported.
@@ -141,18 +160,22 @@ class GaussianLogp(Op):
     def __init__(self, jitter: bool = False):
         self.jitter = bool(jitter)
 
-    def make_node(self, C, t):
-        C = pt.as_tensor_variable(C, dtype="float64")
+    def make_node(self, K, t, noise_var):
+        K = pt.as_tensor_variable(K, dtype="float64")
         t = pt.as_tensor_variable(t, dtype="float64")
-        if C.ndim != 2 or t.ndim != 1:
-            raise ValueError(f"gaussian_logp needs C (n, n) and t (n,), got ndim {C.ndim} and {t.ndim}")
+        noise_var = pt.as_tensor_variable(noise_var, dtype="float64")
+        if K.ndim != 2 or t.ndim != 1 or noise_var.ndim != 0:
+            raise ValueError(
+                f"gaussian_logp needs K (n, n), t (n,) and a scalar σ², got ndim {K.ndim}, {t.ndim} and {noise_var.ndim}"
+            )
         scalar = pt.scalar(dtype="float64")
-        return Apply(self, [C, t], [scalar, C.type(), t.type(), scalar.type()])
+        return Apply(self, [K, t, noise_var], [scalar, K.type(), t.type(), scalar.type()])
 
     def perform(self, node, inputs, outputs):
-        C = np.ascontiguousarray(inputs[0], dtype=np.float64)
+        K = np.ascontiguousarray(inputs[0], dtype=np.float64)
         t = np.ascontiguousarray(inputs[1], dtype=np.float64)
-        for out, value in zip(outputs, _logp_and_gradients(C, t, self.jitter), strict=True):
+        results = _logp_and_gradients(K, t, float(inputs[2]), self.jitter)
+        for out, value in zip(outputs, results, strict=True):
             out[0] = np.asarray(value)
 
     def infer_shape(self, node, shapes):
@@ -163,7 +186,7 @@ class GaussianLogp(Op):
             raise NotImplementedError("only log N(t | 0, C) itself is differentiable, not its gradient outputs")
         _, d_C, d_t, _ = outputs  # computed by the forward pass
         g = cotangents[0]
-        return [g * d_C, g * d_t]
+        return [g * d_C, g * d_t, g * pt.diagonal(d_C).sum()]  # ∂/∂σ² = tr ∂/∂C
 
 
 @numba_basic.register_funcify_default_op_cache_key(GaussianLogp)
@@ -171,16 +194,19 @@ def _funcify_gaussian_logp(op, node, **kwargs):
     use_jitter = op.jitter
 
     @numba_basic.numba_njit
-    def gaussian_logp(C, t):
-        logp, d_C, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(C), np.ascontiguousarray(t), use_jitter)
+    def gaussian_logp(K, t, noise_var):
+        logp, d_C, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
         return np.asarray(logp), d_C, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 6  # bump when _logp_and_gradients changes: PyTensor caches the compiled code on disk
+    return gaussian_logp, 8  # bump when _logp_and_gradients changes: PyTensor caches the compiled code on disk
 
 
 _GAUSSIAN_LOGP = GaussianLogp(jitter=False)
 
 
-def gaussian_logp(C, t):
-    """Symbolic log N(t | 0, C) for a symmetric positive definite C (−inf where it is not)."""
-    return _GAUSSIAN_LOGP(C, t)[0]
+def gaussian_logp(K, t, noise_var=0.0):
+    """Symbolic log N(t | 0, K + σ²I), σ² = noise_var (−inf where K + σ²I is not positive definite).
+
+    Only the lower triangle of K is read.
+    """
+    return _GAUSSIAN_LOGP(K, t, noise_var)[0]

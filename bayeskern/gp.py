@@ -42,15 +42,19 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, **kwargs):
     # PyTensor) is then the same for every data set of this shape of model
     X_data = pytensor.shared(X, name=f"{name}_X", shape=(None, X.shape[1]))
     y_data = pytensor.shared(y, name=f"{name}_y", shape=(None,))
-    C = kernel.full(X_data) + pt.square(sigma) * pt.eye(X_data.shape[0])  # C = K + σ²I   (PRML 6.62)
+    # K(X, X) without the symmetrising pass: the likelihood reads one triangle of it
+    K = kernel.full(X_data, symmetrise=False)
+    noise_var = pt.square(sigma)
 
-    def generate(C, size):
-        return pm.MvNormal.dist(mu=0.0, cov=C)
+    def generate(K, noise_var, size):
+        return pm.MvNormal.dist(mu=0.0, cov=K + noise_var * pt.eye(K.shape[-1]))  # C = K + σ²I   (PRML 6.62)
 
-    def logp(value, C):
-        return gaussian_logp(C, value)
+    def logp(value, K, noise_var):
+        return gaussian_logp(K, value, noise_var)  # σ²I is added inside, no n × n identity in the graph
 
-    obs = pm.CustomDist(name, C, dist=generate, logp=logp, signature="(n,n)->(n)", observed=y_data, **kwargs)
+    obs = pm.CustomDist(
+        name, K, noise_var, dist=generate, logp=logp, signature="(n,n),()->(n)", observed=y_data, **kwargs
+    )
     obs.tag.bayeskern = MarginalGaussian("gp", X, y, sigma, kernel=kernel)
     return obs
 

@@ -204,19 +204,22 @@ def test_gaussian_logp_op_against_scipy_on_both_backends():
     C = ref.rbf(X, X, 0.3) + 0.1 * np.eye(30)
     C_inv = np.linalg.inv(C)
     alpha = C_inv @ t
-    Cs, ts = pt.matrix("C"), pt.vector("t")
+    K = C - 0.1 * np.eye(30)
+    K_lower = np.tril(K) + np.triu(rng.standard_normal((30, 30)), 1)  # garbage above: only the lower triangle is read
+    Ks, ts, s2 = pt.matrix("K"), pt.vector("t"), pt.scalar("noise_var")
     for jitter in (False, True):
-        outputs = list(GaussianLogp(jitter)(Cs, ts))
+        outputs = list(GaussianLogp(jitter)(Ks, ts, s2))
         for mode in ("NUMBA", "FAST_COMPILE"):  # Numba-compiled, and Python's perform
-            f = pytensor.function([Cs, ts], outputs, mode=mode)
-            logp, d_C, d_t, used = f(C, t)
+            f = pytensor.function([Ks, ts, s2], outputs, mode=mode)
+            logp, d_C, d_t, used = f(K_lower, t, 0.1)
+            np.testing.assert_array_equal(d_C, d_C.T)
             # cond(C) ~ 1e3: agreement to ~1e-12 expected; 1e-10 relative
             np.testing.assert_allclose(logp, scipy.stats.multivariate_normal(np.zeros(30), C).logpdf(t), rtol=1e-10)
             np.testing.assert_allclose(d_C, 0.5 * (np.outer(alpha, alpha) - C_inv), rtol=1e-8, atol=1e-10)
             np.testing.assert_allclose(d_t, -alpha, rtol=1e-9)
             assert used == 0.0
             singular = ref.rbf(X, X, 0.3)  # rank-deficient in floating point
-            logp_bad, _, _, used_bad = f(singular, t)
+            logp_bad, _, _, used_bad = f(singular, t, 0.0)
             if jitter:
                 assert np.isfinite(logp_bad) and used_bad > 0
             else:
@@ -240,7 +243,7 @@ def test_a_matrix_singular_to_round_off_is_not_factorised_silently():
         _, jitter = cholesky(C, "C")
     assert jitter in [step * np.mean(np.diag(C)) for step in JITTER_STEPS]
     t = np.sin(2 * np.pi * X[:, 0])
-    plain = GaussianLogp(jitter=False)(pt.as_tensor(C), pt.as_tensor(t))
+    plain = GaussianLogp(jitter=False)(pt.as_tensor(C), pt.as_tensor(t), 0.0)
     assert plain[0].eval() == -np.inf
-    escalating = GaussianLogp(jitter=True)(pt.as_tensor(C), pt.as_tensor(t))
+    escalating = GaussianLogp(jitter=True)(pt.as_tensor(C), pt.as_tensor(t), 0.0)
     assert np.isfinite(escalating[0].eval()) and escalating[3].eval() > 0

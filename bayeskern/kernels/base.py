@@ -75,13 +75,17 @@ class Kernel:
         )
         return (type(self).__qualname__, self._config(), ranks, tuple(c._signature() for c in self.children))
 
-    def full(self, X, Xs=None):
-        """The symbolic covariance matrix K(X, Xs) (Xs = X when not given)."""
+    def full(self, X, Xs=None, symmetrise: bool = True):
+        """The symbolic covariance matrix K(X, Xs) (Xs = X when not given).
+
+        K(X, X) is made symmetric to the bit, ½(K + Kᵀ): Numba's fastmath may round k(xᵢ, xⱼ) and
+        k(xⱼ, xᵢ) differently. `symmetrise=False` skips that pass over memory, for a consumer that
+        reads one triangle only (the Cholesky factorisation of the marginal likelihood).
+        """
         X, Xs = _input_tensor(X, "X"), _input_tensor(Xs, "Xs")
         self._check_dims(X.type.shape[1], None if Xs is None else Xs.type.shape[1])
         K = self._build(X, Xs, False, _given)
-        # K(X, X) symmetric to the bit: Numba's fastmath may round k(xᵢ, xⱼ) and k(xⱼ, xᵢ) differently
-        return K if Xs is not None else 0.5 * (K + K.T)
+        return K if Xs is not None or not symmetrise else 0.5 * (K + K.T)
 
     def diag(self, X):
         """The symbolic diagonal k(xᵢ, xᵢ)."""
