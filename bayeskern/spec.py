@@ -55,11 +55,27 @@ def parse_expression(text: str, callables: dict, names: dict | None = None):
     Raises ValueError with the reason (an unknown name, a construct that is not allowed, a
     constructor's own complaint).
     """
+    tree = _parse_whitelisted(text, callables)
+    return _evaluate(tree.body, callables, names or {})
+
+
+# the only syntax an expression may use; everything else is refused before anything is evaluated
+_ALLOWED_SYNTAX = (ast.Expression, ast.Constant, ast.UnaryOp, ast.USub, ast.List, ast.Tuple, ast.BinOp, ast.Add,
+                   ast.Mult, ast.Name, ast.Call, ast.keyword, ast.Load)
+
+
+def _parse_whitelisted(text: str, callables: dict) -> ast.Expression:
+    """The parsed expression, or ValueError for bad syntax, a construct off the whitelist or an unknown callable."""
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as err:
         raise ValueError(f"not a valid expression: {err.msg}") from None
-    return _evaluate(tree.body, callables, names or {})
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_SYNTAX) or isinstance(node, ast.Constant) and not isinstance(node.value, int | float):
+            raise ValueError(f"not allowed in an expression: {ast.unparse(node)!r}")
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in callables):
+            raise ValueError(f"unknown name {ast.unparse(node.func)!r}; known: {', '.join(sorted(callables))}")
+    return tree
 
 
 def parse_kernel(text: str, names: dict | None = None):
@@ -243,16 +259,9 @@ def _positive_int(table, key, path, where, default, minimum=1):
 def _check_syntax(text, path, key, callables, priors):
     """Parse an expression without building anything: only syntax, whitelist and names."""
     try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as err:
-        raise SpecError(path, key, f"not a valid expression: {err.msg}") from None
-    for node in ast.walk(tree):
-        allowed = (ast.Expression, ast.Constant, ast.UnaryOp, ast.USub, ast.List, ast.Tuple, ast.BinOp, ast.Add,
-                   ast.Mult, ast.Name, ast.Call, ast.keyword, ast.Load)
-        if not isinstance(node, allowed) or isinstance(node, ast.Constant) and not isinstance(node.value, int | float):
-            raise SpecError(path, key, f"not allowed in an expression: {ast.unparse(node)!r}")
-        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in callables):
-            raise SpecError(path, key, f"unknown name {ast.unparse(node.func)!r}; known: {', '.join(sorted(callables))}")
+        _parse_whitelisted(text, callables)
+    except ValueError as err:
+        raise SpecError(path, key, str(err)) from None
     missing = sorted(_names_in(text) - set(priors))
     if missing:
         raise SpecError(path, key, f"unknown name {missing[0]!r} (priors: {', '.join(sorted(priors)) or 'none declared'})")

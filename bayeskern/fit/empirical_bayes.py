@@ -30,6 +30,8 @@ AT_BOUND_Z, EDGE_STEP, EDGE_FLAT = 8.0, 5.0, 1e-3
 Z_LIMIT = 40.0
 #: the largest |gradient| (in unconstrained space, over parameters not at a bound) called converged
 GRAD_TOL = 1e-3
+#: the optimiser stops once max |gradient| ≤ STOP_GRAD and an iteration gains ≤ ROUND_OFF_GAIN · |objective|
+STOP_GRAD, ROUND_OFF_GAIN = 1e-4, 1e-11
 #: two optima are one if their objectives differ by less than this (flat directions, such as an ARD
 #: length scale running off to infinity, leave the coordinates themselves undetermined)
 LML_SAME = 1e-4
@@ -204,14 +206,30 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
     # no bounds: with every coordinate boxed, L-BFGS-B's first trial step is the full gradient step
     # (not 1/|g|), which on ARD problems throws length scales to the box edge and stops there
 
+    last = {}  # the latest evaluation, which is the iterate L-BFGS-B reports to the callback
+
     def negative(z):
         f, g = objective(z)
+        last["z"], last["g"] = np.array(z), g
         if not np.isfinite(f):  # C not positive definite here: a wall the line search backs away from
             return 1e300, np.zeros_like(z)
         return -f, -g
 
+    previous = [np.inf]
+
+    def stop_at_round_off(intermediate_result):  # this parameter name makes SciPy pass f as well as x
+        iterate = intermediate_result
+        # L-BFGS-B's own tests (ftol, gtol) sit at the round-off floor of a sum of n log terms, where
+        # its line searches can spend a dozen evaluations on noise: stop once the gradient is far
+        # inside GRAD_TOL and an iteration gains less than ROUND_OFF_GAIN relative
+        gain, previous[0] = previous[0] - iterate.fun, iterate.fun
+        if not np.array_equal(last.get("z"), iterate.x):
+            return
+        if np.max(np.abs(last["g"]), initial=0.0) <= STOP_GRAD and gain <= ROUND_OFF_GAIN * max(1.0, abs(iterate.fun)):
+            raise StopIteration
+
     return scipy.optimize.minimize(
-        negative, z0, jac=True, method="L-BFGS-B",
+        negative, z0, jac=True, method="L-BFGS-B", callback=stop_at_round_off,
         options={"maxiter": maxiter, "maxfun": 4 * maxiter, "ftol": 1e-13, "gtol": 1e-7},
     )
 
