@@ -57,12 +57,9 @@ _pocon = _lapack("pocon", (_i32p, _i32p, _f64p, _i32p, _f64p, _f64p, _f64p, _i32
 _potrs = _lapack("potrs", (_i32p, _i32p, _i32p, _f64p, _i32p, _f64p, _i32p, _i32p))
 
 
-_BLOCK = 64  # tile edge for the symmetric write of ∂/∂C: both d_C[i, j] and d_C[j, i] stay in cache
-
-
 @numba_basic.numba_njit(final_function=True, fastmath=False)  # callable from Python too; exact arithmetic
 def _logp_and_gradients(K, t, noise_var, use_jitter):
-    """log N(t | 0, C), C = K + noise_var·I, with ∂/∂C, ∂/∂t and the jitter added to C's diagonal.
+    """log N(t | 0, C), C = K + noise_var·I, with ∂/∂K, ∂/∂t and the jitter added to C's diagonal.
 
     Only K's lower triangle is read (LAPACK's convention), so K need not be symmetric to the bit.
     A C that is not numerically positive definite gives (−inf, 0, 0, 0) — the sampler or optimiser
@@ -121,35 +118,35 @@ def _logp_and_gradients(K, t, noise_var, use_jitter):
     _potri(uplo, N, A.ctypes, N, info)  # C⁻¹ from its factor, into A's lower triangle
     # log p(t) = −½ tᵀα − Σ log Lᵢᵢ − n/2 log 2π   (R&W 2.30)
     logp = -0.5 * np.dot(t, alpha) - log_det_half - 0.5 * n * LOG_2PI
-    # ∂ log p / ∂C = ½ (ααᵀ − C⁻¹)   (R&W 5.9), written over A: (C⁻¹)ᵢⱼ is in A[i, j] for j ≤ i, and
-    # each entry is read once, just before it is overwritten; the mirror A[j, i] (j < i) holds nothing
-    # still to be read. In tiles, so that the mirrored rows are written while they are in cache
-    d_C = A
-    for ib in range(0, n, _BLOCK):
-        for jb in range(0, ib + 1, _BLOCK):
-            for i in range(ib, min(ib + _BLOCK, n)):
-                for j in range(jb, min(jb + _BLOCK, i + 1)):
-                    v = 0.5 * (alpha[i] * alpha[j] - A[i, j])
-                    d_C[i, j] = v
-                    d_C[j, i] = v
+    # ∂ log p / ∂C = G = ½ (ααᵀ − C⁻¹)   (R&W 5.9). The Op reads K's lower triangle only, so its partial
+    # derivatives are 2Gᵢⱼ below the diagonal (Kᵢⱼ stands for Kⱼᵢ too), Gᵢᵢ on it and 0 above; for a
+    # K(θ) symmetric by construction they give the same ∂/∂θ as G. Written over A row by row: (C⁻¹)ᵢⱼ
+    # is in A[i, j] for j ≤ i, read just before it is overwritten; A[i, j] for j > i is never read
+    d_K = A
+    for i in range(n):
+        for j in range(i):
+            d_K[i, j] = alpha[i] * alpha[j] - A[i, j]  # 2 · ½(αᵢαⱼ − (C⁻¹)ᵢⱼ)
+        d_K[i, i] = 0.5 * (alpha[i] * alpha[i] - A[i, i])
+        for j in range(i + 1, n):
+            d_K[i, j] = 0.0
     if jitter > 0.0 and scale_from_C:
         # the jitter is step · mean(diag C), itself a function of C: ∂jitter/∂Cᵢᵢ = step/n, so every
         # diagonal entry gains (step/n) · tr(∂ log p/∂(C + jitter·I))
         extra = 0.0
         for i in range(n):
-            extra += d_C[i, i]
+            extra += d_K[i, i]
         extra *= jitter / scale / n
         for i in range(n):
-            d_C[i, i] += extra
-    return logp, d_C, -alpha, jitter  # ∂ log p / ∂t = −C⁻¹t
+            d_K[i, i] += extra
+    return logp, d_K, -alpha, jitter  # ∂ log p / ∂t = −C⁻¹t
 
 
 class GaussianLogp(Op):
-    """Inputs K, t, σ²; outputs log N(t | 0, K + σ²I), ∂/∂C, ∂/∂t and the jitter used.
+    """Inputs K, t, σ²; outputs log N(t | 0, K + σ²I), ∂/∂K, ∂/∂t and the jitter used.
 
-    The pullback reuses the gradients: ∂/∂K = ∂/∂C (one triangle of K is read, so the gradient is
-    the symmetric ½(ααᵀ − C⁻¹) whatever K's other triangle holds) and ∂/∂σ² = tr ∂/∂C.
-    σ²I is added inside: no n × n identity in the graph, forward or backward.
+    Only K's lower triangle is read, so ∂/∂K is lower triangular: 2G below the diagonal, G on it,
+    G = ½(ααᵀ − C⁻¹) = ∂/∂C; the pullback reuses it, and ∂/∂σ² = tr G. σ²I is added inside: no
+    n × n identity in the graph, forward or backward.
 
     `jitter=False` (in models): −inf where C is not numerically positive definite.
     `jitter=True` (for `bayeskern.fit.empirical_bayes`): escalating jitter instead, reported.
@@ -184,9 +181,9 @@ class GaussianLogp(Op):
     def pullback(self, inputs, outputs, cotangents):
         if any(not isinstance(g.type, DisconnectedType) for g in cotangents[1:]):
             raise NotImplementedError("only log N(t | 0, C) itself is differentiable, not its gradient outputs")
-        _, d_C, d_t, _ = outputs  # computed by the forward pass
+        _, d_K, d_t, _ = outputs  # computed by the forward pass
         g = cotangents[0]
-        return [g * d_C, g * d_t, g * pt.diagonal(d_C).sum()]  # ∂/∂σ² = tr ∂/∂C
+        return [g * d_K, g * d_t, g * pt.diagonal(d_K).sum()]  # ∂/∂σ² = tr ∂/∂C = tr G
 
 
 @numba_basic.register_funcify_default_op_cache_key(GaussianLogp)
@@ -195,10 +192,10 @@ def _funcify_gaussian_logp(op, node, **kwargs):
 
     @numba_basic.numba_njit
     def gaussian_logp(K, t, noise_var):
-        logp, d_C, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
-        return np.asarray(logp), d_C, d_t, np.asarray(jitter)
+        logp, d_K, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
+        return np.asarray(logp), d_K, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 8  # bump when _logp_and_gradients changes: PyTensor caches the compiled code on disk
+    return gaussian_logp, 9  # bump when _logp_and_gradients changes: PyTensor caches the compiled code on disk
 
 
 _GAUSSIAN_LOGP = GaussianLogp(jitter=False)

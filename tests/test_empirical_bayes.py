@@ -296,25 +296,28 @@ def test_evidence_approximation_rejects_bad_input():
 
 def test_models_of_one_structure_share_one_compiled_objective_and_keep_their_own_data():
     """Two models that differ only in their data reuse one compiled objective (the data are fed at each
-    call); each objective still evaluates its own data, and a model that differs in a constant is
-    compiled on its own."""
-    from bayeskern import _compile
+    call); each objective still evaluates its own data, also from two threads at once, and a model that
+    differs in a constant is compiled on its own."""
     from bayeskern.fit.empirical_bayes import _Objective
 
     rng = np.random.default_rng(11)
     data = [(rng.uniform(-2, 2, (n, 1)), None) for n in (15, 23)]
     data = [(X, np.sin(3 * X[:, 0]) + 0.1 * rng.standard_normal(len(X))) for X, _ in data]
     models = [_rbf_model(X, y) for X, y in data]
-    objectives = [_Objective(m, m.observed_RVs[0], include_prior=False) for m in models[:1]]
-    before = len(_compile._GRAPHS)
-    objectives.append(_Objective(models[1], models[1].observed_RVs[0], include_prior=False))
-    assert len(_compile._GRAPHS) == before  # the second model reused the first one's functions
+    objectives = [_Objective(m, m.observed_RVs[0], include_prior=False) for m in models]
+    assert objectives[0]._value_and_grad.function is objectives[1]._value_and_grad.function  # compiled once
     z = np.array([np.log(0.8), np.log(0.6), np.log(0.3)])  # log amp, log ls, log s
     for (X, y), objective in zip(data, objectives):  # the first model again after the second was built
         p = objective.params(z)
         Kx = p["amp"] * ref.rbf(X, X, p["ls"])
         _, _, lml = ref.gp_posterior(Kx, Kx[:, :1], Kx[:1, :1], y, p["s"])
         np.testing.assert_allclose(objective(z)[0], lml, rtol=1e-11)  # its own data, to round-off
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:  # one compiled function, two data sets, concurrent calls
+        values = list(pool.map(lambda o: [o(z)[0] for _ in range(3000)], objectives))
+    for v, objective in zip(values, objectives):
+        np.testing.assert_array_equal(v, objective(z)[0])
     with pm.Model() as other:  # a different prior constant: MAP-II objectives must differ
         amp = pm.HalfNormal("amp", np.float64(7.0))
         ls = pm.HalfNormal("ls", np.float64(3.0))
@@ -322,6 +325,7 @@ def test_models_of_one_structure_share_one_compiled_objective_and_keep_their_own
         bk.gp.marginal_likelihood("y", *data[1], amp * K.RBF(ls), s)
     mine = _Objective(models[1], models[1].observed_RVs[0], include_prior=True)
     theirs = _Objective(other, other.observed_RVs[0], include_prior=True)
+    assert mine._value_and_grad.function is not theirs._value_and_grad.function
     amp = 0.8  # log p(amp) differs by log HN(0.8; 2) − log HN(0.8; 7)
     expected = scipy.stats.halfnorm(scale=2.0).logpdf(amp) - scipy.stats.halfnorm(scale=7.0).logpdf(amp)
     np.testing.assert_allclose(mine(z)[0] - theirs(z)[0], expected, rtol=1e-10)
