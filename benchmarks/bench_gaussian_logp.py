@@ -9,22 +9,16 @@ factor. The exact gradient needs C⁻¹, so potrf + potri (about three Cholesky 
 """
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 import scipy.linalg
+from bench_gp_posterior import median_time
 
 from bayeskern._gaussian_logp import _logp_and_gradients
 
 
 def median_ms(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
+    return 1e3 * median_time(fn, repeats)
 
 
 def main():
