@@ -6,7 +6,9 @@ import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
 
-__all__ = ["JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "cho_solve", "cholesky", "loo_gaussian", "psd_eigh", "solve_lower"]
+__all__ = [
+    "JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "cho_solve", "cholesky", "loo_gaussian", "psd_eigh", "psd_tolerance", "solve_lower",
+]
 
 LOG_2PI = float(np.log(2 * np.pi))
 
@@ -15,6 +17,12 @@ JITTER_STEPS = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4)
 
 #: c in "PSD up to round-off": the smallest eigenvalue may be as low as −c·n·ε·λmax
 PSD_ROUNDOFF = 100
+
+
+def psd_tolerance(eigenvalues) -> float:
+    """c·n·ε·max|λ|, c = PSD_ROUNDOFF: eigenvalues above −this count as zero (PSD up to round-off)."""
+    lam = np.asarray(eigenvalues)
+    return float(PSD_ROUNDOFF * len(lam) * np.finfo(float).eps * np.max(np.abs(lam), initial=0.0))
 
 
 def cholesky(A: np.ndarray, name: str = "matrix") -> tuple[np.ndarray, float]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pymc as pm
 import pytensor
+import pytensor.tensor as pt
 
 from bayeskern import blr, datasets, features, gp, kernels
 
@@ -111,9 +112,7 @@ def _evaluate(node, callables: dict, names: dict):
             known = ", ".join(sorted(names)) or "none declared"
             raise ValueError(f"unknown name {node.id!r} (priors: {known})")
         return names[node.id]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        if node.func.id not in callables:
-            raise ValueError(f"unknown name {node.func.id!r}; known: {', '.join(sorted(callables))}")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):  # a known callable (_parse_whitelisted)
         args = [_evaluate(a, callables, names) for a in node.args]
         if any(k.arg is None for k in node.keywords):
             raise ValueError("**keyword unpacking is not allowed")
@@ -216,12 +215,22 @@ def _prior(path, name: str, text: str):
 def _check_priors(path, model: pm.Model) -> None:
     """Every prior has a finite log density at its initial value (PyMC does not check parameters when declaring)."""
     point = model.initial_point()
-    for rv in model.free_RVs:
-        fn = pytensor.function(model.value_vars, model.logp(vars=[rv], jacobian=False), mode="FAST_COMPILE", on_unused_input="ignore")
-        try:
-            value = fn(**{v.name: point[v.name] for v in model.value_vars})
-        except ValueError as err:  # PyMC's parameter checks (ParameterValueError), e.g. "sigma > 0"
-            raise SpecError(path, f"priors.{rv.name}", f"invalid parameters: {err}") from None
+    values = {v.name: point[v.name] for v in model.value_vars}
+
+    def logp_of(rvs):
+        terms = [pt.sum(term) for term in model.logp(vars=rvs, jacobian=False, sum=False)]
+        return pytensor.function(model.value_vars, terms, mode="FAST_COMPILE", on_unused_input="ignore")(**values)
+
+    try:  # one compiled function for all priors; only on failure, one per prior to name the culprit
+        results = list(zip(model.free_RVs, logp_of(model.free_RVs), strict=True))
+    except ValueError:
+        results = []
+        for rv in model.free_RVs:
+            try:
+                results.append((rv, logp_of([rv])[0]))
+            except ValueError as err:  # PyMC's parameter checks (ParameterValueError), e.g. "sigma > 0"
+                raise SpecError(path, f"priors.{rv.name}", f"invalid parameters: {err}") from None
+    for rv, value in results:
         if not np.isfinite(value):
             raise SpecError(path, f"priors.{rv.name}", "its log density is not finite at its initial value: are its parameters valid?")
 

@@ -5,6 +5,8 @@ import html
 
 import numpy as np
 
+from bayeskern._linalg import PSD_ROUNDOFF
+
 __all__ = ["blocks", "to_html", "to_markdown"]
 
 
@@ -87,7 +89,7 @@ def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
         verdict = ("no eigenvalue below the round-off level" if spectrum["min"] >= -spectrum["roundoff"]
                    else "an eigenvalue is negative beyond round-off: the kernel is not positive semi-definite on these inputs")
         out.append(("p", f"Gram matrix at the fitted hyperparameters: λmin = {_num(spectrum['min'], 3)}, λmax = {_num(spectrum['max'], 3)}, "
-                         f"round-off level n·ε·λmax = {_num(spectrum['roundoff'], 2)}: {verdict}."))
+                         f"round-off tolerance {PSD_ROUNDOFF}·n·ε·max|λ| = {_num(spectrum['roundoff'], 2)} (as checks.psd): {verdict}."))
         out += fig("spectrum.png")
     for name, result in summary["checks"].items():
         verdict = result.get("passed", result.get("is_psd"))

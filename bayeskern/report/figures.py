@@ -12,6 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from bayeskern._linalg import PSD_ROUNDOFF, psd_tolerance  # noqa: E402
+
 __all__ = ["FIGURES", "figures"]
 
 Z95 = 1.959963984540054  # the 97.5% quantile of N(0, 1): mean ± Z95·sd is a central 95% band
@@ -102,17 +104,17 @@ def evidence_figure(a) -> bytes:
 
 
 def spectrum_figure(a) -> bytes:
-    """The Gram matrix's eigenvalues, |λ| on a log scale, negative ones marked, with the round-off level n·ε·λmax."""
+    """The Gram matrix's eigenvalues, |λ| on a log scale, negative ones marked, with the round-off tolerance c·n·ε·max|λ|."""
     lam = a.spectrum[::-1]
     fig = Figure(figsize=(6, 4))
     ax = fig.subplots()
     i = np.arange(1, len(lam) + 1)
-    floor = len(lam) * np.finfo(float).eps * max(lam[0], 0)
+    floor = psd_tolerance(lam)
     ax.semilogy(i[lam > 0], lam[lam > 0], "o", ms=4, color=MCMC_COLOUR, label="λ > 0")
     if np.any(lam <= 0):
         ax.semilogy(i[lam <= 0], np.maximum(np.abs(lam[lam <= 0]), 1e-300), "x", color="red", label="|λ|, λ ≤ 0")
     if floor > 0:
-        ax.axhline(floor, color="grey", ls=":", label="n·ε·λmax (round-off)")
+        ax.axhline(floor, color="grey", ls=":", label=f"{PSD_ROUNDOFF}·n·ε·max|λ| (round-off)")
     ax.set(xlabel="index", ylabel="eigenvalue", title="eigen-spectrum of the Gram matrix K(X, X) at θ̂")
     ax.legend(fontsize=8)
     return _png(fig)

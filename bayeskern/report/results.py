@@ -1,28 +1,15 @@
 """The report's data: summary.json (plain numbers and verdicts) and results.nc (the DataTree of every array)."""
 
-import math
 import platform
 from importlib.metadata import version
 
 import numpy as np
 import xarray as xr
 
+from bayeskern._json import jsonable
+from bayeskern._linalg import psd_tolerance
+
 __all__ = ["jsonable", "results_tree", "summary"]
-
-
-def jsonable(value):
-    """Plain JSON values: arrays to lists, numpy scalars to Python, NaN and ±inf to None (JSON has neither)."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return jsonable(value.item())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def summary(a, files: list[str]) -> dict:
@@ -48,7 +35,7 @@ def summary(a, files: list[str]) -> dict:
         "checks": {name: result.to_dict() for name, result in a.checks.items()},
         "gram_spectrum": None if a.spectrum is None else {
             "min": float(a.spectrum[0]), "max": float(a.spectrum[-1]),
-            "roundoff": float(len(a.spectrum) * np.finfo(float).eps * max(a.spectrum[-1], 0.0))},
+            "roundoff": psd_tolerance(a.spectrum)},  # the tolerance checks.psd and gp.posterior decide by
         "warnings": a.warnings,
         "seconds": a.seconds,
         "files": sorted(files),

@@ -1,6 +1,7 @@
 """Row blocks of distances and smoothing-kernel weights by BLAS, so that no more than a set number of bytes is held at once."""
 
 import os
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -12,7 +13,8 @@ from bayeskern.smoothing.profiles import SmoothingKernel
 
 __all__ = [
     "BLOCK_BYTES", "EXP_FLOOR", "THREADS", "TINY", "Distances", "SmoothingWarning", "check_bandwidth", "check_data", "check_grid",
-    "kernel_block", "map_row_blocks", "plain", "row_blocks", "sqdist_block",
+    "kernel_block", "map_row_blocks", "row_blocks", "scott_bandwidth", "silverman_bandwidth", "spread",
+    "warn_at_grid_edge",
 ]
 
 #: bytes of one (rows × n) float64 block: small enough to stay in cache between the passes over it
@@ -26,6 +28,33 @@ THREADS = min(2, os.cpu_count() or 1)
 
 class SmoothingWarning(UserWarning):
     """A smoother's tuning parameter was chosen at the edge of its search grid."""
+
+
+def warn_at_grid_edge(grid: np.ndarray, best: int, what: str, hint: str = "") -> None:
+    """SmoothingWarning (pointing at the user's call) when the chosen candidate is the grid's first or last."""
+    if len(grid) > 1 and best in (0, len(grid) - 1):
+        warnings.warn(
+            f"{what} {grid[best]:.4g} is at the {'lower' if best == 0 else 'upper'} end of the candidate grid: "
+            f"widen it{hint}", SmoothingWarning, stacklevel=3,
+        )
+
+
+def spread(X: np.ndarray) -> float:
+    """σ̂ = √(mean of the per-column sample variances, ddof = 1): the scale of the isotropic bandwidth rules."""
+    sigma = np.sqrt(np.mean(np.var(X, axis=0, ddof=1))) if len(X) > 1 else 0.0
+    if not sigma > 0:
+        raise ValueError("X has no spread (fewer than 2 distinct rows), so no bandwidth rule applies: give bandwidth")
+    return float(sigma)
+
+
+def scott_bandwidth(X: np.ndarray) -> float:
+    n, d = X.shape
+    return spread(X) * n ** (-1.0 / (d + 4))  # h = σ̂ n^{−1/(d+4)}
+
+
+def silverman_bandwidth(X: np.ndarray) -> float:
+    n, d = X.shape
+    return spread(X) * (n * (d + 2) / 4.0) ** (-1.0 / (d + 4))  # h = σ̂ (n(d+2)/4)^{−1/(d+4)}
 
 
 def check_data(X, y=None, Xnew=None):
@@ -63,9 +92,9 @@ def check_grid(grid, name: str = "bandwidth") -> np.ndarray:
     return a
 
 
-def row_blocks(m: int, n: int, arrays: int = 1) -> Iterator[slice]:
-    """Slices of the m rows such that `arrays` blocks of (rows × n) float64 fit in BLOCK_BYTES."""
-    rows = max(1, BLOCK_BYTES // (8 * n * arrays))
+def row_blocks(m: int, n: int) -> Iterator[slice]:
+    """Slices of the m rows such that a block of (rows × n) float64 fits in BLOCK_BYTES."""
+    rows = max(1, BLOCK_BYTES // (8 * n))
     for start in range(0, m, rows):
         yield slice(start, min(start + rows, m))
 
@@ -99,11 +128,6 @@ class Distances:
         """[a, ‖a‖², 1] for the rows a of A, centred like X."""
         Ac = A - self.center
         return np.hstack([Ac, np.einsum("ij,ij->i", Ac, Ac)[:, None], np.ones((len(A), 1))])
-
-    def block(self, A_aug: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """The (rows × n) block of squared distances from augmented rows (see `augment`)."""
-        D = np.matmul(A_aug, self._B.T, out=out)  # ‖a‖² + ‖x‖² − 2aᵀx
-        return np.maximum(D, 0.0, out=D)  # round-off can make it slightly negative
 
     def scaled(self, c: float) -> np.ndarray:
         """c·Bᵀ, so that `augment(A) @ scaled(c)` is c‖a − x‖² in one BLAS product (not clipped)."""
@@ -143,22 +167,3 @@ def kernel_block(A_aug: np.ndarray, Bs: np.ndarray, kern: SmoothingKernel, diag_
     if own is not None:
         W[own] = np.inf  # K(∞) = 0: leave xᵢ out
     return kern.profile(W)
-
-
-def sqdist_block(A: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """All ‖aᵢ − xⱼ‖² at once (small inputs only; large ones go through `Distances` in blocks)."""
-    dist = Distances(X)
-    return dist.block(dist.augment(A))
-
-
-def plain(value):
-    """A JSON-able copy: arrays become lists, numpy scalars Python numbers, dicts and tuples recurse."""
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value

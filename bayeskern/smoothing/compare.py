@@ -5,11 +5,13 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from bayeskern._json import jsonable
+
 from bayeskern.kernels import RBF, Kernel
-from bayeskern.smoothing._blocks import SmoothingWarning, check_bandwidth, check_data, check_grid, plain
+from bayeskern.smoothing._blocks import SmoothingWarning, check_bandwidth, check_data, check_grid
 from bayeskern.smoothing.local import NadarayaWatsonResult, default_bandwidth_grid, nadaraya_watson
 from bayeskern.smoothing.profiles import smoothing_kernel
-from bayeskern.smoothing.ridge import KernelRidgeResult, kernel_ridge
+from bayeskern.smoothing.ridge import KernelRidgeResult, _predict, kernel_ridge
 
 __all__ = ["SmootherComparison", "compare_smoothers"]
 
@@ -41,7 +43,7 @@ class SmootherComparison:
     lengthscale_loo_mse: np.ndarray | None
 
     def to_dict(self) -> dict:
-        return {f.name: (getattr(self, f.name).to_dict() if f.name in ("smoother", "mercer") else plain(getattr(self, f.name)))
+        return {f.name: (getattr(self, f.name).to_dict() if f.name in ("smoother", "mercer") else jsonable(getattr(self, f.name)))
                 for f in fields(self)}
 
 
@@ -63,15 +65,16 @@ def compare_smoothers(X, y, Xnew=None, *, kernel="gaussian", bandwidth=None, mer
     Cost: one eigendecomposition of the n × n kernel matrix per candidate ℓ (15 by default).
     """
     X, y = check_data(X, y)
-    Xnew = X if Xnew is None else check_data(X, Xnew=Xnew)[1]
+    at = None if Xnew is None else check_data(X, Xnew=Xnew)[1]  # None: at X, where kernel ridge has `fitted`
+    Xnew = X if at is None else at
     nw = nadaraya_watson(X, y, Xnew, bandwidth, kernel)
     y_bar = float(np.mean(y))
     ell = ell_grid = ell_scores = None
     if mercer_kernel is not None:
-        kr = kernel_ridge(mercer_kernel, X, y - y_bar, lam, Xnew, cv=cv)
+        kr = kernel_ridge(mercer_kernel, X, y - y_bar, lam, at, cv=cv)
     elif lengthscale is not None and np.ndim(lengthscale) == 0:
         ell = check_bandwidth(lengthscale, "lengthscale")
-        kr = kernel_ridge(RBF(lengthscale=ell), X, y - y_bar, lam, Xnew, cv=cv)
+        kr = kernel_ridge(RBF(lengthscale=ell), X, y - y_bar, lam, at, cv=cv)
     else:
         if lengthscale is None:
             ell_grid = default_bandwidth_grid(X, 15) * np.sqrt(smoothing_kernel(kernel).variance(X.shape[1]))
@@ -80,11 +83,13 @@ def compare_smoothers(X, y, Xnew=None, *, kernel="gaussian", bandwidth=None, mer
         fits = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SmoothingWarning)  # λ at a grid edge for a poor ℓ is expected
-            for candidate in ell_grid:
-                fits.append(kernel_ridge(RBF(lengthscale=candidate), X, y - y_bar, lam, Xnew, cv=cv))
+            for candidate in ell_grid:  # fitted at X only: the winner alone is predicted at Xnew
+                fits.append(kernel_ridge(RBF(lengthscale=candidate), X, y - y_bar, lam, None, cv=cv))
         ell_scores = np.array([np.min(f.cv_scores) if f.cv_scores is not None else f.loo_mse for f in fits])
         best = int(np.argmin(ell_scores))
         ell, kr = float(ell_grid[best]), fits[best]
+        if at is not None:  # m̂(x) = Σ αᵢ k(xᵢ, x)   (seed 001)
+            kr = replace(kr, mean=_predict(RBF(lengthscale=ell), X, at, kr.alpha))
     kr = replace(kr, mean=kr.mean + y_bar, fitted=kr.fitted + y_bar)
     diff = nw.mean - kr.mean
     rms, mx = float(np.sqrt(np.mean(diff**2))), float(np.max(np.abs(diff)))

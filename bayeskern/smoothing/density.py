@@ -1,13 +1,15 @@
 """Gaussian kernel density estimation: pdf and logpdf in memory-bounded blocks, bandwidth rules, and sampling."""
 
-import warnings
 
 import numpy as np
+
+from bayeskern._json import jsonable
 
 from bayeskern._linalg import LOG_2PI
 from bayeskern._validation import check_integer
 from bayeskern.smoothing._blocks import (
-    TINY, Distances, SmoothingWarning, check_bandwidth, check_data, check_grid, kernel_block, map_row_blocks, plain,
+    TINY, Distances, check_bandwidth, check_data, check_grid, kernel_block, map_row_blocks, silverman_bandwidth,
+    scott_bandwidth, warn_at_grid_edge,
 )
 from bayeskern.smoothing.profiles import smoothing_kernel
 
@@ -17,14 +19,6 @@ __all__ = ["KDE", "BANDWIDTH_METHODS"]
 
 #: the bandwidth rules `KDE` accepts by name
 BANDWIDTH_METHODS = ("scott", "silverman", "loo")
-
-
-def _spread(X: np.ndarray) -> float:
-    """σ̂ = √(mean of the per-column sample variances, ddof = 1): the scale of the isotropic rules."""
-    sigma = np.sqrt(np.mean(np.var(X, axis=0, ddof=1))) if len(X) > 1 else 0.0
-    if not sigma > 0:
-        raise ValueError("X has no spread (fewer than 2 distinct rows), so no bandwidth rule applies: give bandwidth")
-    return float(sigma)
 
 
 class KDE:
@@ -62,28 +56,23 @@ class KDE:
             method = "given"
         if bandwidth_grid is not None and method != "loo":
             raise ValueError(f"bandwidth_grid is used only with bandwidth='loo', not with bandwidth={bandwidth!r}")
-        n, d = self.n, self.d
+        n = self.n
         if method == "given":
             h = check_bandwidth(bandwidth)
         elif method == "scott":
-            h = _spread(self.X) * n ** (-1.0 / (d + 4))  # h = σ̂ n^{−1/(d+4)}
+            h = scott_bandwidth(self.X)
         elif method == "silverman":
-            h = _spread(self.X) * (n * (d + 2) / 4.0) ** (-1.0 / (d + 4))  # h = σ̂ (n(d+2)/4)^{−1/(d+4)}
+            h = silverman_bandwidth(self.X)
         else:
             if n < 2:
                 raise ValueError("the leave-one-out bandwidth needs at least 2 data points")
             if bandwidth_grid is None:
-                h_silverman = _spread(self.X) * (n * (d + 2) / 4.0) ** (-1.0 / (d + 4))
-                grid = h_silverman * np.geomspace(0.1, 3.0, 30)
+                grid = silverman_bandwidth(self.X) * np.geomspace(0.1, 3.0, 30)
             else:
                 grid = check_grid(bandwidth_grid, "bandwidth_grid")
             scores = self._loo_log_likelihoods(grid)
             best = int(np.argmax(scores))
-            if len(grid) > 1 and best in (0, len(grid) - 1):
-                warnings.warn(
-                    f"the leave-one-out bandwidth {grid[best]:.4g} is at the {'lower' if best == 0 else 'upper'} end of "
-                    "the candidate grid: widen it (duplicated points push it to 0)", SmoothingWarning, stacklevel=2,
-                )
+            warn_at_grid_edge(grid, best, "the leave-one-out bandwidth", " (duplicated points push it to 0)")
             h, self.bandwidth_grid, self.loo_log_likelihoods = float(grid[best]), grid, scores
         self.bandwidth, self.bandwidth_method = float(h), method
 
@@ -162,7 +151,7 @@ class KDE:
         return self.X[idx] + self.bandwidth * rng.standard_normal((n, self.d))  # ② Gaussian, mean Xᵢ, variance h²
 
     def to_dict(self) -> dict:
-        return plain({
+        return jsonable({
             "n": self.n, "d": self.d, "bandwidth": self.bandwidth, "bandwidth_method": self.bandwidth_method,
             "bandwidth_grid": self.bandwidth_grid, "loo_log_likelihoods": self.loo_log_likelihoods,
         })

@@ -1,12 +1,14 @@
 """Nadaraya–Watson kernel regression: local weighted averages, the bandwidth chosen by leave-one-out error."""
 
-import warnings
 from dataclasses import dataclass, fields
 
 import numpy as np
 
+from bayeskern._json import jsonable
+
 from bayeskern.smoothing._blocks import (
-    TINY, Distances, SmoothingWarning, check_bandwidth, check_data, check_grid, kernel_block, map_row_blocks, plain,
+    TINY, Distances, check_bandwidth, check_data, check_grid, kernel_block, map_row_blocks, scott_bandwidth,
+    warn_at_grid_edge,
 )
 from bayeskern.smoothing.profiles import SmoothingKernel, smoothing_kernel
 
@@ -33,7 +35,7 @@ class NadarayaWatsonResult:
     loo_scores: np.ndarray | None
 
     def to_dict(self) -> dict:
-        return {f.name: plain(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
 
 
 def default_bandwidth_grid(X, num: int = 30) -> np.ndarray:
@@ -41,12 +43,7 @@ def default_bandwidth_grid(X, num: int = 30) -> np.ndarray:
 
     σ̂² is the mean of the per-column sample variances (ddof = 1) of X (n, d).
     """
-    X = check_data(X)
-    n, d = X.shape
-    sigma = np.sqrt(np.mean(np.var(X, axis=0, ddof=1))) if n > 1 else 0.0
-    if not sigma > 0:
-        raise ValueError("X has no spread (fewer than 2 distinct rows): give the bandwidth explicitly")
-    return sigma * n ** (-1.0 / (d + 4)) * np.geomspace(0.05, 5.0, num)
+    return scott_bandwidth(check_data(X)) * np.geomspace(0.05, 5.0, num)
 
 
 def _weight_sums(dist: Distances, A: np.ndarray, Y: np.ndarray, hs, kern: SmoothingKernel, loo: bool):
@@ -142,11 +139,7 @@ def nadaraya_watson(X, y, Xnew=None, bandwidth=None, kernel="gaussian", *, loo: 
                 "give larger candidates or use kernel='gaussian'"
             )
         best = int(np.argmin(scores))  # first minimum on ties
-        if len(grid) > 1 and best in (0, len(grid) - 1):
-            warnings.warn(
-                f"the leave-one-out bandwidth {grid[best]:.4g} is at the {'lower' if best == 0 else 'upper'} "
-                "end of the candidate grid: widen it", SmoothingWarning, stacklevel=2,
-            )
+        warn_at_grid_edge(grid, best, "the leave-one-out bandwidth")
         h, loo_score, loo_resid = float(grid[best]), float(scores[best]), resid[best]
     else:
         h, grid, scores = check_bandwidth(bandwidth), None, None

@@ -3,10 +3,11 @@
 from dataclasses import dataclass, fields
 
 import numpy as np
+
+from bayeskern._json import jsonable
 import scipy.stats
 
 from bayeskern._validation import check_integer, check_number
-from bayeskern.smoothing._blocks import plain
 from bayeskern.smoothing.density import KDE
 
 __all__ = ["KDEOrders", "kde_orders"]
@@ -41,7 +42,7 @@ class KDEOrders:
     reps: int
 
     def to_dict(self) -> dict:
-        return {f.name: plain(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
 
 
 def kde_orders(x0: float = 0.5, hs_bias=None, hs_var=None, ns=None, n_fixed: int = 2000, h_fixed: float = 0.05,

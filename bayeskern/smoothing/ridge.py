@@ -1,15 +1,16 @@
 """Kernel ridge regression with a Mercer kernel: α = (K + λI)⁻¹Y, λ by closed-form leave-one-out or k-fold CV."""
 
-import warnings
 from dataclasses import dataclass, fields
 
 import numpy as np
+
+from bayeskern._json import jsonable
 import scipy.linalg
 
 from bayeskern._linalg import cho_solve, cholesky, psd_eigh
 from bayeskern._validation import check_integer, check_number
 from bayeskern.kernels import Kernel
-from bayeskern.smoothing._blocks import SmoothingWarning, check_data, plain, row_blocks
+from bayeskern.smoothing._blocks import check_data, row_blocks, warn_at_grid_edge
 
 __all__ = ["KernelRidgeResult", "default_lam_grid", "kernel_ridge"]
 
@@ -40,7 +41,7 @@ class KernelRidgeResult:
     jitter: float
 
     def to_dict(self) -> dict:
-        return {f.name: plain(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
 
 
 def default_lam_grid(K: np.ndarray, num: int = 25) -> np.ndarray:
@@ -138,11 +139,7 @@ def kernel_ridge(kernel: Kernel, X, y, lam=None, Xnew=None, *, cv="loo", seed=0,
             scores = _kfold_scores(K, y, grid, k, seed)
         scores = np.where(np.isfinite(scores), scores, np.inf)
         best = int(np.argmin(scores))
-        if len(grid) > 1 and best in (0, len(grid) - 1):
-            warnings.warn(
-                f"the cross-validated λ = {grid[best]:.4g} is at the {'lower' if best == 0 else 'upper'} end of the "
-                "candidate grid: widen it", SmoothingWarning, stacklevel=2,
-            )
+        warn_at_grid_edge(grid, best, "the cross-validated λ =")
         lam_value = float(grid[best])
     else:
         lam_array = check_number(lam, "lam", nonnegative=True)
