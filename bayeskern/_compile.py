@@ -56,7 +56,8 @@ def compiled_graph(inputs: list, outputs: list, **options) -> Callable:
     outputs = graph_replace(list(outputs), dict(zip(shared, stand_ins, strict=True)), strict=True)
     all_inputs = list(inputs) + stand_ins
     with _GRAPHS_LOCK:
-        for entry_inputs, entry_outputs, entry_options, fn, lock in reversed(_GRAPHS):
+        for k in range(len(_GRAPHS) - 1, -1, -1):
+            entry_inputs, entry_outputs, entry_options, fn, lock = _GRAPHS[k]
             if (
                 entry_options == options
                 and len(entry_inputs) == len(all_inputs)
@@ -64,6 +65,7 @@ def compiled_graph(inputs: list, outputs: list, **options) -> Callable:
                 and all(a.type == b.type for a, b in zip(entry_inputs, all_inputs, strict=True))
                 and equal_computations(outputs, entry_outputs, all_inputs, entry_inputs)
             ):
+                _GRAPHS.append(_GRAPHS.pop(k))  # most recently used last, as in `compiled`
                 break
         else:
             fn, lock = pytensor.function(all_inputs, outputs, **options), threading.Lock()

@@ -20,7 +20,7 @@ from pytensor.link.numba.cache import _call_cached_ptr
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.linalg._LAPACK import int_ptr_to_val, val_to_int_ptr
 
-from bayeskern._linalg import JITTER_STEPS, LOG_2PI
+from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI
 
 __all__ = ["GaussianLogp", "gaussian_logp"]
 
@@ -105,7 +105,7 @@ def _logp_and_gradients(K, t, noise_var, use_jitter):
         if ok:  # potrf also "succeeds" on a C singular to round-off, whose log-determinant is then noise:
             anorm[0] = norm1 + jitter  # ask LAPACK for 1/cond₁(C) and call C singular below n·ε
             _pocon(uplo, N, A.ctypes, N, anorm.ctypes, rcond.ctypes, work.ctypes, iwork.ctypes, info)
-            ok = rcond[0] > n * 2.220446049250313e-16
+            ok = rcond[0] > n * EPS  # the rule of _linalg.cholesky
         if ok:
             break
     if not ok:

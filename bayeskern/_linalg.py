@@ -7,12 +7,15 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 __all__ = [
-    "JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "cho_solve", "cholesky", "loo_gaussian", "psd_eigh", "psd_tolerance", "solve_lower",
+    "EPS", "JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "cho_solve", "cholesky", "loo_gaussian", "psd_eigh", "psd_tolerance", "solve_lower",
 ]
 
 LOG_2PI = float(np.log(2 * np.pi))
 
 #: relative jitter tried in turn (times the mean of the diagonal) when a factorisation fails
+#: a factor whose reciprocal condition number (LAPACK pocon) is at most n·EPS is singular to round-off
+EPS = float(np.finfo(float).eps)
+
 JITTER_STEPS = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4)
 
 #: c in "PSD up to round-off": the smallest eigenvalue may be as low as −c·n·ε·λmax
@@ -22,7 +25,7 @@ PSD_ROUNDOFF = 100
 def psd_tolerance(eigenvalues) -> float:
     """c·n·ε·max|λ|, c = PSD_ROUNDOFF: eigenvalues above −this count as zero (PSD up to round-off)."""
     lam = np.asarray(eigenvalues)
-    return float(PSD_ROUNDOFF * len(lam) * np.finfo(float).eps * np.max(np.abs(lam), initial=0.0))
+    return float(PSD_ROUNDOFF * len(lam) * EPS * np.max(np.abs(lam), initial=0.0))
 
 
 def cholesky(A: np.ndarray, name: str = "matrix") -> tuple[np.ndarray, float]:
@@ -63,7 +66,7 @@ def _factor(A: np.ndarray, jitter: float) -> np.ndarray | None:
     except np.linalg.LinAlgError:
         return None
     rcond, info = scipy.linalg.lapack.dpocon(L, np.linalg.norm(B, 1), uplo="L")
-    return L if info == 0 and rcond > A.shape[0] * np.finfo(float).eps else None
+    return L if info == 0 and rcond > A.shape[0] * EPS else None
 
 
 def solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -218,14 +218,14 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
     previous = [np.inf]
 
     def stop_at_round_off(intermediate_result):  # this parameter name makes SciPy pass f as well as x
-        iterate = intermediate_result
         # L-BFGS-B's own tests (ftol, gtol) sit at the round-off floor of a sum of n log terms, where
         # its line searches can spend a dozen evaluations on noise: stop once the gradient is far
         # inside GRAD_TOL and an iteration gains less than ROUND_OFF_GAIN relative
-        gain, previous[0] = previous[0] - iterate.fun, iterate.fun
-        if not np.array_equal(last.get("z"), iterate.x):
+        f = intermediate_result.fun
+        gain, previous[0] = previous[0] - f, f
+        if not np.array_equal(last.get("z"), intermediate_result.x):
             return
-        if np.max(np.abs(last["g"]), initial=0.0) <= STOP_GRAD and gain <= ROUND_OFF_GAIN * max(1.0, abs(iterate.fun)):
+        if np.max(np.abs(last["g"]), initial=0.0) <= STOP_GRAD and gain <= ROUND_OFF_GAIN * max(1.0, abs(f)):
             raise StopIteration
 
     return scipy.optimize.minimize(
