@@ -3,7 +3,10 @@
 import numpy as np
 from pytensor.graph.basic import Variable
 
-__all__ = ["as_inputs", "as_targets", "check_number", "check_prior_cov", "check_sigma", "check_integer", "is_symbolic", "same_columns"]
+__all__ = [
+    "as_inputs", "as_targets", "check_integer", "check_number", "check_prior_cov", "check_seed", "check_sigma", "int_seed",
+    "is_symbolic", "rng_from", "same_columns",
+]
 
 
 def is_symbolic(value) -> bool:
@@ -126,3 +129,25 @@ def check_sigma(sigma, *, allow_zero: bool):
     if (sigma.ndim if is_symbolic(sigma) else np.ndim(sigma)) != 0:
         raise ValueError("sigma must be a scalar: the standard deviation of the observation noise")
     return sigma
+
+
+def check_seed(seed, name: str = "seed"):
+    """A seed as numpy takes it: None (fresh entropy), a non-negative int, or a `numpy.random.Generator`."""
+    if seed is None or isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"{name} must be None, a non-negative integer or a numpy.random.Generator, got {seed!r}")
+    return int(seed)
+
+
+def rng_from(seed, name: str = "seed") -> np.random.Generator:
+    """The random generator of a checked seed (a Generator is used as it is, so its stream goes on)."""
+    return np.random.default_rng(check_seed(seed, name))
+
+
+def int_seed(seed, name: str = "seed") -> int:
+    """An integer seed in [0, 2³¹) for APIs that take only ints (PyMC, nutpie): a Generator or None draws one."""
+    seed = check_seed(seed, name)
+    if seed is None or isinstance(seed, np.random.Generator):
+        return int(np.random.default_rng(seed).integers(2**31))
+    return seed
