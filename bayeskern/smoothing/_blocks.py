@@ -12,7 +12,7 @@ from bayeskern._validation import as_inputs, as_targets, check_number, same_colu
 from bayeskern.smoothing.profiles import SmoothingKernel
 
 __all__ = [
-    "BLOCK_BYTES", "EXP_FLOOR", "FAST_TOL", "THREADS", "TINY", "Bandwidth", "Distances", "Query", "SmoothingWarning",
+    "BLOCK_BYTES", "COORD_MAX", "EXP_FLOOR", "FAST_TOL", "THREADS", "TINY", "Bandwidth", "Distances", "Query", "SmoothingWarning",
     "check_bandwidth", "check_data", "check_grid", "map_row_blocks", "power_of_two", "reject_complex", "row_blocks",
     "scott_bandwidth", "silverman_bandwidth", "spread", "warn_at_grid_edge", "weight_block",
 ]
@@ -26,6 +26,7 @@ BLOCK_BYTES = 2**20
 THREADS = min(2, os.cpu_count() or 1)
 
 EPS = float(np.finfo(np.float64).eps)
+SQRT_HALF = float(np.sqrt(0.5))
 
 #: spreads up to this many ε·max|X| are round-off (a constant column's computed spread is ~ε|x|/10)
 SPREAD_ROUNDOFF = 8.0
@@ -156,17 +157,30 @@ def map_row_blocks(fn: Callable[[slice], object], m: int, n: int) -> list:
         return list(pool.map(fn, blocks))
 
 
+#: the largest magnitude of an entry of X or Xnew: any difference of two entries is then finite
+COORD_MAX = 2.0**1022
+
+
+def _check_magnitude(A: np.ndarray, name: str) -> None:
+    big = np.abs(A) > COORD_MAX
+    if big.any():
+        raise ValueError(f"{name} has entries beyond ±{COORD_MAX:.3g} (e.g. {A[big][0]:.4g}): the smoothers take "
+                         "differences of coordinates, which must stay finite")
+
+
 class Distances:
     """The data in scaled coordinates x̃ = (x − c)/s, c the midrange of X and s = 2ᵏ > max|x − c|, so |x̃| < 1.
 
     Squared distances come from the expansion ‖ã‖² + ‖x̃‖² − 2ãᵀx̃, one BLAS product per block (`_B`);
-    rows where that expansion could overflow or cancel are recomputed from explicit differences
-    (`weight_block`). Scaling by a power of two is exact, and centring keeps the cancellation at the
-    scale of the spread of the data rather than their distance from the origin.
+    rows where that expansion could overflow or cancel are recomputed from explicit differences of the
+    raw coordinates (`weight_block`). Scaling by a power of two is exact, and centring keeps the
+    cancellation at the scale of the spread of the data rather than their distance from the origin.
     """
 
     def __init__(self, X: np.ndarray):
-        self.center = X.min(axis=0) / 2 + X.max(axis=0) / 2  # the midrange: never overflows
+        _check_magnitude(X, "X")
+        self.X = X
+        self.center = X.min(axis=0) / 2 + X.max(axis=0) / 2  # the midrange
         self.Xc = X - self.center  # |x − c| ≤ (max − min)/2: finite
         self.log2_unit = int(power_of_two(np.max(np.abs(self.Xc))))  # s = 2ᵏ
         self.Xs = np.ldexp(self.Xc, -self.log2_unit)  # x̃ = (x − c)/s, exact
@@ -176,22 +190,15 @@ class Distances:
         self._B = np.hstack([-2.0 * self.Xs, np.ones((len(X), 1)), self.sq[:, None]])
 
     def query(self, A: np.ndarray, name: str = "Xnew") -> "Query":
-        """The rows a of A centred (a − c) and scaled (ã, ‖ã‖², flagged where they overflow)."""
-        with np.errstate(over="ignore", invalid="ignore"):
-            Ac = A - self.center
-        far = ~np.all(np.isfinite(Ac), axis=1)
-        if far.any():
-            raise ValueError(
-                f"{name} row {np.flatnonzero(far)[0]} is too far from X for float64: its offset from the centre of X "
-                "overflows (entries of X and Xnew must differ by less than ~1.8e308)"
-            )
-        return self._query(Ac)
+        """The rows a of A, raw, centred (a − c) and scaled (ã, ‖ã‖², flagged where they overflow)."""
+        _check_magnitude(A, name)
+        return self._query(A, A - self.center)
 
     def data_query(self) -> "Query":
         """The data's own rows as a query (for leave-one-out), from x − c as stored (no second rounding)."""
-        return self._query(self.Xc)
+        return self._query(self.X, self.Xc)
 
-    def _query(self, Ac: np.ndarray) -> "Query":
+    def _query(self, A: np.ndarray, Ac: np.ndarray) -> "Query":
         with np.errstate(over="ignore", invalid="ignore"):
             As = np.ldexp(Ac, -self.log2_unit)  # ã = (a − c)/s: inf where the scaled offset overflows
             norm2 = np.einsum("ij,ij->i", As, As)  # ‖ã‖², inf where it overflows
@@ -199,17 +206,17 @@ class Distances:
         if not finite.all():
             As, norm2 = np.where(finite[:, None], As, 0.0), np.where(finite, norm2, 0.0)
         aug = np.hstack([As, norm2[:, None], np.ones((len(Ac), 1))])  # [ã, ‖ã‖², 1]
-        return Query(Ac, aug, np.where(finite, np.sqrt(norm2), np.inf))
+        return Query(A, Ac, aug, np.where(finite, np.sqrt(norm2), np.inf))
 
 
 class Query:
-    """Rows to evaluate at: `Ac` = a − c (m, d); `aug` = [ã, ‖ã‖², 1] (zeros where ‖ã‖² overflows); `norm` = ‖ã‖ (inf there)."""
+    """Rows to evaluate at: `A` raw (m, d); `Ac` = a − c; `aug` = [ã, ‖ã‖², 1] (zeros where ‖ã‖² overflows); `norm` = ‖ã‖ (inf there)."""
 
-    def __init__(self, Ac: np.ndarray, aug: np.ndarray, norm: np.ndarray):
-        self.Ac, self.aug, self.norm = Ac, aug, norm
+    def __init__(self, A: np.ndarray, Ac: np.ndarray, aug: np.ndarray, norm: np.ndarray):
+        self.A, self.Ac, self.aug, self.norm = A, Ac, aug, norm
 
     def __len__(self) -> int:
-        return len(self.Ac)
+        return len(self.A)
 
 
 class Bandwidth:
@@ -231,7 +238,9 @@ class Bandwidth:
             # the fast path's round-off bound (d + 4)ε|coef|(‖ã‖ + max‖x̃‖)² ≤ FAST_TOL, as a bound on ‖ã‖ + max‖x̃‖
             self.fast_reach = float(np.sqrt(FAST_TOL / ((d + 4) * EPS * abs(coef)))) if np.isfinite(coef) else 0.0
         self.radius = dist.radius
-        self.Bs = np.ascontiguousarray((coef * dist._B).T) if np.isfinite(coef) else None
+        # the triangular profile 1 − √s turns an absolute error δ in s = ‖u‖² into √δ: it always takes explicit differences
+        fast = np.isfinite(coef) and kern.name != "triangular"
+        self.Bs = np.ascontiguousarray((coef * dist._B).T) if fast else None
 
     def ratio_sq(self, k):
         """(2ᵏ/h)² = 2^{2(k − e)}/m², with overflow to inf and underflow to 0 (never an exception)."""
@@ -263,56 +272,121 @@ def _fast_weights(A_aug: np.ndarray, bw: Bandwidth, own) -> np.ndarray:
     return bw.kern.profile(W)
 
 
-def _differences(dist: Distances, Ac: np.ndarray, own):
-    """Per row, in its own unit σᵢ = 2^{kᵢ} ≥ s (so a' = (a − c)/σᵢ has |a'| < 1 and nothing overflows):
+def _over_h(v: np.ndarray, h: float, factor: float) -> np.ndarray:
+    """v·factor/h in place, by one multiplication when factor/h is a normal number (else dividing: h subnormal or huge)."""
+    c = factor / h
+    if np.finfo(np.float64).tiny <= c < np.inf:
+        v *= c
+    else:
+        v /= h
+        v *= factor
+    return v
 
-    kᵢ, ρᵢ = s/σᵢ, Δᵢⱼ = ‖a' − ρx̃ⱼ‖² − ‖a' − ρx̃ᵣ‖² relative to the nearest point r, and Dᵢ = ‖a' − ρx̃ᵣ‖².
-    Δ is written as ρ(x̃ⱼ − x̃ᵣ)ᵀ(ρ(x̃ⱼ + x̃ᵣ) − 2a'), which has no ‖a'‖² to cancel: accurate far from
-    the data, where the expansion loses every digit. `own`: Δ = +∞ at each row's own point.
+
+def _scaled_sq(X: np.ndarray, A: np.ndarray, h: float, factor: float = 1.0) -> np.ndarray:
+    """Σ_c ((xⱼ − aᵢ)_c·factor/h)² (rows, n) from explicit differences: ∞ where it overflows, never NaN."""
+    S = None
+    with np.errstate(over="ignore", under="ignore"):
+        for c in range(X.shape[1]):
+            v = _over_h(np.subtract(X[:, c][None, :], A[:, c][:, None]), h, factor)
+            v *= v
+            S = v if S is None else np.add(S, v, out=S)
+    return S
+
+
+def _norm(v: np.ndarray) -> np.ndarray:
+    """‖v‖ of the rows of v (m, d), scaled by the largest coordinate: no overflow, no underflow."""
+    M = np.max(np.abs(v), axis=1)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        out = M * np.sqrt(np.sum((v / M[:, None]) ** 2, axis=1))  # ‖v‖ = M √(Σ (v_c/M)²)
+    return np.where(M > 0, out, 0.0)
+
+
+def _half_sq_differences(X: np.ndarray, A: np.ndarray, Xr: np.ndarray, h: float) -> np.ndarray:
+    """Δᵢⱼ = (‖xⱼ − aᵢ‖² − ‖xᵣ − aᵢ‖²)/2h² as Σ_c ((xⱼ − xᵣ)_c/√2h)·((xⱼ − a)_c/2 + (xᵣ − a)_c/2)·√2/h.
+
+    No ‖a‖² to cancel: exact to a few ε relative even where both distances are 10¹⁶ times their
+    difference. A factor can overflow only for a point whose weight is 0; a coordinate's share that is
+    ∞·0 is 0 (one factor is exactly 0), and ∞ − ∞ across coordinates is left NaN for the caller.
     """
-    k = np.maximum(dist.log2_unit, power_of_two(np.max(np.abs(Ac), axis=1)))  # σᵢ = 2^{kᵢ}
-    rho = np.ldexp(1.0, dist.log2_unit - k)  # ρᵢ = s/σᵢ ≤ 1
-    As = np.ldexp(Ac, -k[:, None])  # a' = (a − c)/σᵢ
-    # the nearest point: argminⱼ ‖a' − ρx̃ⱼ‖² = argminⱼ ρ‖x̃ⱼ‖² − 2a'ᵀx̃ⱼ, one product [a', 0, ρ] Bᵀ
-    G = np.hstack([As, np.zeros((len(As), 1)), rho[:, None]]) @ dist._B.T
+    Delta = None
+    with np.errstate(over="ignore", invalid="ignore"):
+        for c in range(A.shape[1]):
+            x, r, a = X[:, c][None, :], Xr[:, c][:, None], A[:, c][:, None]
+            term = _over_h(np.subtract(x, r), h, SQRT_HALF)
+            pair = np.subtract(x, a)
+            pair *= 0.5
+            pair += (r - a) * 0.5  # halves: the sum cannot overflow
+            term *= _over_h(pair, h, 2 * SQRT_HALF)
+            if not np.isfinite(term).all():
+                term[np.isnan(term)] = 0.0
+            Delta = term if Delta is None else np.add(Delta, term, out=Delta)
+    return Delta
+
+
+def _nearest_far(dist: Distances, q: Query, rows: np.ndarray, bw: "Bandwidth", ref: np.ndarray, Delta: np.ndarray, own):
+    """Settle the nearest point of rows whose Δ overflowed (−∞: a point nearer than r by ~1e308·h²; NaN: ∞ − ∞).
+
+    Far from the data |xⱼ − a| cannot tell points apart, so candidates are ranked by the projection form
+    G = ‖xⱼ − c‖² − 2(a − c)ᵀ(xⱼ − c) (= ‖xⱼ − a‖² − ‖a − c‖², in the row's unit): a −∞ point is nearer
+    than r for sure, a NaN one if G says so; r moves to the best candidate until none is left
+    (each move is to a strictly nearer point). Remaining NaNs are points farther than r: Δ = ∞.
+    """
+    k = 1 + np.maximum(dist.log2_unit, power_of_two(np.max(np.abs(q.Ac[rows]), axis=1)))
+    rho = np.ldexp(1.0, dist.log2_unit - k)  # s/σ for the unit σ = 2ᵏ > |a − c|, |x − c|
+    G = np.hstack([np.ldexp(q.Ac[rows], -k[:, None]), np.zeros((len(rows), 1)), rho[:, None]]) @ dist._B.T
     if own is not None:
         G[own] = np.inf
-    Xr = dist.Xs[np.argmin(G, axis=1)]  # x̃ᵣ
-    Delta = np.zeros_like(G)
-    for c in range(As.shape[1]):  # Δ = ρ Σ_c (x̃ⱼ − x̃ᵣ)_c (ρ(x̃ⱼ + x̃ᵣ) − 2a')_c
-        x, r = dist.Xs[:, c][None, :], Xr[:, c][:, None]
-        Delta += (x - r) * (rho[:, None] * (x + r) - 2 * As[:, c][:, None])
-    Delta *= rho[:, None]
+    at = np.arange(len(rows))
+    for _ in range(len(dist.X)):
+        cand = np.isneginf(Delta) | (np.isnan(Delta) & (G < G[at, ref][:, None]))
+        move = np.flatnonzero(cand.any(axis=1))
+        if not move.size:
+            break
+        ref[move] = np.argmin(np.where(cand[move], G[move], np.inf), axis=1)
+        Delta[move] = _half_sq_differences(dist.X, q.A[rows[move]], dist.X[ref[move]], bw.h)
+        if own is not None:
+            Delta[own] = np.inf
+    Delta[np.isnan(Delta)] = np.inf
+    return Delta
+
+
+def _gaussian_exact(dist: Distances, q: Query, rows: np.ndarray, bw: "Bandwidth", own):
+    """(W, L) with exp(−‖aᵢ − xⱼ‖²/2h²) = Wᵢⱼ·exp(Lᵢ), maxⱼ Wᵢⱼ = 1, from explicit differences; exact for any finite h, a.
+
+    The exponents eᵢⱼ = −‖aᵢ − xⱼ‖²/2h² can all be huge far from the data, where what matters is their
+    differences: with r a nearest point, eᵢᵣ − eᵢⱼ = Δᵢⱼ (`_half_sq_differences`, no cancellation). The
+    largest weight is scaled to 1: Lᵢ = −½(‖x* − a‖/h)², x* = argminⱼ Δᵢⱼ (−∞ when it overflows).
+    `own`: wᵢᵢ = 0 (leave-one-out).
+    """
+    A = q.A[rows]
+    with np.errstate(over="ignore", invalid="ignore"):
+        D = np.abs(dist.X[:, 0][None, :] - A) if A.shape[1] == 1 else _scaled_sq(dist.X, A, 1.0)  # ∝ ‖xⱼ − a‖ (∞ if huge)
+    if own is not None:
+        D[own] = np.inf
+    ref = np.argmin(D, axis=1)  # a nearest point r: round-off and ties are settled by Δ below
+    del D
+    Delta = _half_sq_differences(dist.X, A, dist.X[ref], bw.h)
     if own is not None:
         Delta[own] = np.inf
-    D = np.sum((As - rho[:, None] * Xr) ** 2, axis=1)  # ‖a' − ρx̃ᵣ‖²
-    return k, rho, Delta, D
+    low = Delta.min(axis=1)
+    far = np.flatnonzero(~(low > -np.inf))  # −∞ or NaN: a factor overflowed
+    if far.size:
+        own_far = None if own is None else (np.arange(far.size), own[1][far])
+        Delta[far] = _nearest_far(dist, q, rows[far], bw, ref[far], Delta[far], own_far)
+    nearest = np.argmin(Delta, axis=1)
+    Delta -= Delta[np.arange(len(A)), nearest][:, None]  # ≥ 0, exactly 0 at x*
+    if own is not None:
+        Delta[own] = np.inf  # wᵢᵢ = exp(−∞) = 0: leave xᵢ out
+    with np.errstate(over="ignore"):
+        L = -0.5 * (_norm(dist.X[nearest] - A) / bw.h) ** 2  # −½(‖x* − a‖/h)²
+    np.negative(Delta, out=Delta)
+    return np.exp(Delta, out=Delta), L
 
 
-def _exact_weights(dist: Distances, Ac: np.ndarray, bw: Bandwidth, own):
-    """(W, L): the rows' weights from explicit differences, kᵢⱼ = Wᵢⱼ·exp(Lᵢ); correct for every finite h and a.
-
-    Gaussian: eᵢⱼ = −½(σᵢ/h)²(Dᵢ + Δᵢⱼ) = Lᵢ − ½(σᵢ/h)²(Δᵢⱼ − minⱼ Δᵢⱼ), so the largest weight is 1 and
-    Lᵢ = −½(σᵢ/h)² minⱼ ‖a' − ρx̃ⱼ‖² (−∞ when it overflows). Compact: ‖u‖² = (σᵢ/h)²‖a' − ρx̃ⱼ‖², L = 0.
-    Where (σᵢ/h)² overflows, a distance of exactly 0 still gives ‖u‖² = 0 (∞·0 is read as 0).
-    """
-    k, _, Delta, D = _differences(dist, Ac, own)
-    scale = bw.ratio_sq(k)[:, None]  # (σᵢ/h)²: inf or 0 beyond the float range
-    with np.errstate(invalid="ignore", over="ignore"):
-        if bw.gaussian:
-            low = Delta.min(axis=1, keepdims=True)
-            Delta -= low  # Δ − minⱼ Δ ≥ 0, exactly 0 at the nearest point
-            Delta *= scale / 2  # ½(σᵢ/h)²(Δ − min Δ)
-            Delta[np.isnan(Delta)] = 0.0  # ∞·0: the nearest point(s) when (σᵢ/h)² overflows
-            if own is not None:
-                Delta[own] = np.inf  # wᵢᵢ = exp(−∞) = 0: leave xᵢ out
-            L = -0.5 * scale[:, 0] * np.maximum(D + low[:, 0], 0.0)  # −½(σᵢ/h)² minⱼ ‖a' − ρx̃ⱼ‖²
-            L[np.isnan(L)] = 0.0  # ∞·0: the point coincides with its nearest data point
-            np.negative(Delta, out=Delta)
-            return np.exp(Delta, out=Delta), L
-        U = np.maximum(D[:, None] + Delta, 0.0)  # ‖a' − ρx̃ⱼ‖²
-        U *= scale  # ‖u‖² = (σᵢ/h)²‖a' − ρx̃ⱼ‖²
-        U[np.isnan(U)] = 0.0  # ∞·0: a data point at distance exactly 0
+def _compact_exact(dist: Distances, q: Query, rows: np.ndarray, bw: "Bandwidth", own):
+    """(W, 0): compact-kernel weights k(‖u‖²), ‖u‖² = Σ_c ((xⱼ − a)_c/h)² from explicit differences (∞ where it overflows)."""
+    U = _scaled_sq(dist.X, q.A[rows], bw.h)
     if own is not None:
         U[own] = np.inf  # K(∞) = 0: leave xᵢ out
     return bw.kern.profile(U), np.zeros(len(U))
@@ -344,6 +418,6 @@ def weight_block(dist: Distances, q: Query, rows: slice, bw: Bandwidth, V=None, 
     if redo.any():
         sub = np.flatnonzero(redo)
         own_e = (np.arange(len(sub)), idx[sub]) if own else None
-        W, L[sub] = _exact_weights(dist, q.Ac[idx[sub]], bw, own_e)
+        W, L[sub] = (_gaussian_exact if bw.gaussian else _compact_exact)(dist, q, idx[sub], bw, own_e)
         out[sub] = W if V is None else W @ V
     return out, L
