@@ -46,8 +46,13 @@ class SmoothingWarning(UserWarning):
     """A smoother's tuning parameter was chosen at the edge of its search grid."""
 
 
-def warn_at_grid_edge(grid: np.ndarray, best: int, what: str, hint: str = "") -> None:
-    """SmoothingWarning (pointing at the user's call) when the chosen candidate is the grid's first or last."""
+def warn_at_grid_edge(grid: np.ndarray, best: int, what: str, hint: str = "", scores=None) -> None:
+    """SmoothingWarning (pointing at the user's call) when the chosen candidate is the grid's first or last.
+
+    Not when every candidate scores the same (`scores`; e.g. a constant y): then no candidate is better.
+    """
+    if scores is not None and np.all(scores == scores[0]):
+        return
     if len(grid) > 1 and best in (0, len(grid) - 1):
         warnings.warn(
             f"{what} {grid[best]:.4g} is at the {'lower' if best == 0 else 'upper'} end of the candidate grid: "
@@ -238,8 +243,9 @@ class Bandwidth:
             # the fast path's round-off bound (d + 4)ε|coef|(‖ã‖ + max‖x̃‖)² ≤ FAST_TOL, as a bound on ‖ã‖ + max‖x̃‖
             self.fast_reach = float(np.sqrt(FAST_TOL / ((d + 4) * EPS * abs(coef)))) if np.isfinite(coef) else 0.0
         self.radius = dist.radius
-        # the triangular profile 1 − √s turns an absolute error δ in s = ‖u‖² into √δ: it always takes explicit differences
-        fast = np.isfinite(coef) and kern.name != "triangular"
+        # τ must be a normal number (not underflowed: τ‖ã‖² may still matter), and the triangular profile 1 − √s turns
+        # an absolute error δ in s = ‖u‖² into √δ: it always takes explicit differences
+        fast = 1e-300 < self.tau < np.inf and kern.name != "triangular"
         self.Bs = np.ascontiguousarray((coef * dist._B).T) if fast else None
 
     def ratio_sq(self, k):
@@ -249,7 +255,7 @@ class Bandwidth:
 
     def fast(self, norm: np.ndarray) -> np.ndarray:
         """Rows whose expansion is accurate (round-off in the exponent ≤ FAST_TOL) and cannot overflow."""
-        return norm + self.radius <= self.fast_reach
+        return np.isfinite(norm) & (norm + self.radius <= self.fast_reach)
 
 
 def _fast_weights(A_aug: np.ndarray, bw: Bandwidth, own) -> np.ndarray:

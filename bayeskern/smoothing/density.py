@@ -78,7 +78,7 @@ class KDE:
                     "below the float64 range (the candidates are far smaller than the gaps between the data): give larger ones"
                 )
             best = int(np.argmax(scores))
-            warn_at_grid_edge(grid, best, "the leave-one-out bandwidth", " (duplicated points push it to 0)")
+            warn_at_grid_edge(grid, best, "the leave-one-out bandwidth", " (duplicated points push it to 0)", scores)
             h, self.bandwidth_grid, self.loo_log_likelihoods = float(grid[best]), grid, scores
         self.bandwidth, self.bandwidth_method = float(h), method
 

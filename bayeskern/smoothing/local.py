@@ -142,7 +142,7 @@ def nadaraya_watson(X, y, Xnew=None, bandwidth=None, kernel="gaussian", *, loo: 
                 "give larger candidates or use kernel='gaussian'"
             )
         best = int(np.argmin(scaled_scores))  # first minimum on ties
-        warn_at_grid_edge(grid, best, "the leave-one-out bandwidth")
+        warn_at_grid_edge(grid, best, "the leave-one-out bandwidth", scores=scaled_scores)
         h, resid, scaled_score = float(grid[best]), resid[best], scaled_scores[best]
         scores = _unscale_mse(scaled_scores, k)
     else:
@@ -151,7 +151,8 @@ def nadaraya_watson(X, y, Xnew=None, bandwidth=None, kernel="gaussian", *, loo: 
         if loo and len(X) > 1:
             resid, scaled_score = (a[0] for a in _loo_scores(dist, y_scaled, [h], kern))
     if resid is not None:
-        loo_resid, loo_score = np.ldexp(resid, k), float(_unscale_mse(scaled_score, k))
+        with np.errstate(over="ignore"):
+            loo_resid, loo_score = np.ldexp(resid, k), float(_unscale_mse(scaled_score, k))
         if np.isfinite(scaled_score) and not np.isfinite(loo_score):
             raise ValueError(f"y is too large (max |y| = {np.max(np.abs(y)):.3g}): its mean squared leave-one-out error "
                              "overflows float64; rescale y")

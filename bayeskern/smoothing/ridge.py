@@ -89,7 +89,8 @@ def _kfold_scores(K: np.ndarray, y: np.ndarray, lam_grid: np.ndarray, k: int, se
         with np.errstate(divide="ignore", invalid="ignore"):
             alpha = Q @ ((Q.T @ y[train])[:, None] / (eig[:, None] + lam_grid[None, :]))
         pred = K[np.ix_(test, train)] @ alpha  # m̂₋fold(x) = Σᵢ αᵢ K(Xᵢ, x)
-        sse += np.sum((y[test, None] - pred) ** 2, axis=0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            sse += np.sum((y[test, None] - pred) ** 2, axis=0)
     return sse / n
 
 
@@ -135,7 +136,8 @@ def kernel_ridge(kernel: Kernel, X, y, lam=None, Xnew=None, *, cv="loo", seed=0,
                 raise ValueError("leave-one-out needs at least 2 data points")
             eig, Q = psd_eigh(K, "the kernel matrix K(X, X)")
             alphas, resid = _loo_scores_eigen(grid, eig, Q, y)
-            scores = np.mean(resid**2, axis=0)
+            with np.errstate(over="ignore"):
+                scores = np.mean(resid**2, axis=0)  # inf where it overflows (then the check below)
         else:
             k = check_integer(cv, "cv", 2)
             if k > n:
@@ -146,7 +148,7 @@ def kernel_ridge(kernel: Kernel, X, y, lam=None, Xnew=None, *, cv="loo", seed=0,
             raise ValueError(f"no candidate lam gives a finite validation error (max |y| = {np.max(np.abs(y)):.3g}): "
                              "rescale y or give other candidates")
         best = int(np.argmin(scores))
-        warn_at_grid_edge(grid, best, "the cross-validated λ =")
+        warn_at_grid_edge(grid, best, "the cross-validated λ =", scores=scores)
         lam_value = float(grid[best])
     if grid is not None and cv == "loo":
         alpha, loo_resid, jitter = alphas[:, best], resid[:, best], 0.0  # already exact at λ, from 𝕂 = QΛQᵀ
@@ -159,7 +161,8 @@ def kernel_ridge(kernel: Kernel, X, y, lam=None, Xnew=None, *, cv="loo", seed=0,
     norm2 = max(float(alpha @ fitted), 0.0)  # ‖m̂‖²_H = αᵀ𝕂α
     mean = fitted if Xnew is None else _predict(kernel, X, Xnew, alpha)
     cv_used = None if grid is None else (cv if cv == "loo" else int(cv))
-    loo_mse = None if loo_resid is None else float(np.mean(loo_resid**2))
+    with np.errstate(over="ignore"):
+        loo_mse = None if loo_resid is None else float(np.mean(loo_resid**2))
     if not (np.all(np.isfinite(mean)) and np.isfinite(norm2) and (loo_mse is None or np.isfinite(loo_mse))):
         raise ValueError(f"the fit overflows float64 at lam = {lam_value:.3g} (max |y| = {np.max(np.abs(y)):.3g}): "
                          "rescale y, or give a larger lam")
