@@ -10,7 +10,7 @@ import scipy.linalg
 from bayeskern._linalg import cho_solve, cholesky, psd_eigh
 from bayeskern._validation import check_integer, check_number, check_seed, rng_from
 from bayeskern.kernels import Kernel
-from bayeskern.smoothing._blocks import check_data, reject_complex, row_blocks, warn_at_grid_edge
+from bayeskern.smoothing._blocks import check_data, power_of_two, reject_complex, row_blocks, warn_at_grid_edge
 
 __all__ = ["LAM_MAX", "KernelRidgeResult", "default_lam_grid", "kernel_ridge"]
 
@@ -127,48 +127,63 @@ def kernel_ridge(kernel: Kernel, X, y, lam=None, Xnew=None, *, cv="loo", seed=0,
     K = kernel.evaluate(X)  # 𝕂ⱼₖ = K(Xⱼ, Xₖ)
     if not np.all(np.isfinite(K)):
         raise ValueError("kernel gives non-finite values K(X, X) on this X: check its hyperparameters against the scale of X")
-    n = len(y)
+    k = int(power_of_two(np.max(np.abs(y))))
+    y_scaled = np.ldexp(y, -k)  # y/2ᵏ, |y/2ᵏ| < 1: everything is linear in y, so it is solved for y/2ᵏ and scaled back
     grid, lam_value = _check_lam(lam, K)
     scores = None
     if grid is not None:
+        best, scores, fit = _choose_lam(K, y_scaled, grid, cv, seed)
+        lam_value = float(grid[best])
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if grid is not None and cv == "loo":
+            alpha, loo_resid, jitter = fit[0][:, best], fit[1][:, best], 0.0  # already exact at λ, from 𝕂 = QΛQᵀ
+        else:
+            # α = (𝕂 + λI)⁻¹Y by Cholesky; the LOO residuals eᵢ = αᵢ / [(𝕂 + λI)⁻¹]ᵢᵢ from the same factor
+            L, jitter = cholesky(K + lam_value * np.eye(len(y)), name="K + lam I")
+            alpha = cho_solve(L, y_scaled)
+            loo_resid = _loo_residuals_cholesky(L, alpha) if loo and len(y) > 1 else None
+        fitted = K @ alpha  # ŷ = 𝕂α
+        norm2 = max(float(alpha @ fitted), 0.0)  # ‖m̂‖²_H = αᵀ𝕂α
+        mean = fitted if Xnew is None else _predict(kernel, X, Xnew, alpha)
+        loo_mse = None if loo_resid is None else float(np.mean(loo_resid**2))
+        if not (np.all(np.isfinite(mean)) and np.isfinite(norm2) and (loo_mse is None or np.isfinite(loo_mse))):
+            raise ValueError(f"the fit overflows float64 at lam = {lam_value:.3g}: give a larger lam")
+        # back to the units of y: α, ŷ, m̂, e times 2ᵏ; squared errors and ‖m̂‖²_H times 4ᵏ
+        alpha, fitted, mean = np.ldexp(alpha, k), np.ldexp(fitted, k), np.ldexp(mean, k)
+        loo_resid = None if loo_resid is None else np.ldexp(loo_resid, k)
+        norm2, loo_mse = (None if v is None else float(np.ldexp(v, 2 * k)) for v in (norm2, loo_mse))
+        unscaled = None if scores is None else np.ldexp(scores, 2 * k)
+    if not (np.all(np.isfinite(mean)) and np.isfinite(norm2) and (loo_mse is None or np.isfinite(loo_mse))
+            and (scores is None or np.all(np.isfinite(unscaled) | ~np.isfinite(scores)))):
+        raise ValueError(f"y is too large (max |y| = {np.max(np.abs(y)):.3g}): the fit's squares overflow float64; rescale y")
+    cv_used = None if grid is None else (cv if cv == "loo" else int(cv))
+    return KernelRidgeResult(
+        alpha, mean, fitted, lam_value, loo_mse, loo_resid, float(np.sqrt(norm2)), norm2, cv_used, grid, unscaled, float(jitter),
+    )
+
+
+def _choose_lam(K: np.ndarray, y: np.ndarray, grid: np.ndarray, cv, seed):
+    """(best index, validation scores, (α, e) per λ for "loo" else None) over the λ grid, the smallest score winning."""
+    n = len(y)
+    fit = None
+    with np.errstate(over="ignore", invalid="ignore"):
         if cv == "loo":
             if n < 2:
                 raise ValueError("leave-one-out needs at least 2 data points")
             eig, Q = psd_eigh(K, "the kernel matrix K(X, X)")
-            alphas, resid = _loo_scores_eigen(grid, eig, Q, y)
-            with np.errstate(over="ignore"):
-                scores = np.mean(resid**2, axis=0)  # inf where it overflows (then the check below)
+            fit = _loo_scores_eigen(grid, eig, Q, y)
+            scores = np.mean(fit[1] ** 2, axis=0)
         else:
             k = check_integer(cv, "cv", 2)
             if k > n:
                 raise ValueError(f"cv = {k} folds but there are only {n} data points")
             scores = _kfold_scores(K, y, grid, k, seed)
-        scores = np.where(np.isfinite(scores), scores, np.inf)
-        if not np.any(np.isfinite(scores)):
-            raise ValueError(f"no candidate lam gives a finite validation error (max |y| = {np.max(np.abs(y)):.3g}): "
-                             "rescale y or give other candidates")
-        best = int(np.argmin(scores))
-        warn_at_grid_edge(grid, best, "the cross-validated λ =", scores=scores)
-        lam_value = float(grid[best])
-    if grid is not None and cv == "loo":
-        alpha, loo_resid, jitter = alphas[:, best], resid[:, best], 0.0  # already exact at λ, from 𝕂 = QΛQᵀ
-    else:
-        # α = (𝕂 + λI)⁻¹Y by Cholesky; the LOO residuals eᵢ = αᵢ / [(𝕂 + λI)⁻¹]ᵢᵢ from the same factor
-        L, jitter = cholesky(K + lam_value * np.eye(n), name="K + lam I")
-        alpha = cho_solve(L, y)
-        loo_resid = _loo_residuals_cholesky(L, alpha) if loo and n > 1 else None
-    fitted = K @ alpha  # ŷ = 𝕂α
-    norm2 = max(float(alpha @ fitted), 0.0)  # ‖m̂‖²_H = αᵀ𝕂α
-    mean = fitted if Xnew is None else _predict(kernel, X, Xnew, alpha)
-    cv_used = None if grid is None else (cv if cv == "loo" else int(cv))
-    with np.errstate(over="ignore"):
-        loo_mse = None if loo_resid is None else float(np.mean(loo_resid**2))
-    if not (np.all(np.isfinite(mean)) and np.isfinite(norm2) and (loo_mse is None or np.isfinite(loo_mse))):
-        raise ValueError(f"the fit overflows float64 at lam = {lam_value:.3g} (max |y| = {np.max(np.abs(y)):.3g}): "
-                         "rescale y, or give a larger lam")
-    return KernelRidgeResult(
-        alpha, mean, fitted, lam_value, loo_mse, loo_resid, float(np.sqrt(norm2)), norm2, cv_used, grid, scores, float(jitter),
-    )
+    scores = np.where(np.isfinite(scores), scores, np.inf)
+    if not np.any(np.isfinite(scores)):
+        raise ValueError("no candidate lam gives a finite validation error: give other candidates")
+    best = int(np.argmin(scores))
+    warn_at_grid_edge(grid, best, "the cross-validated λ =", scores=scores)
+    return best, scores, fit
 
 
 def _check_lam(lam, K: np.ndarray):
