@@ -573,9 +573,15 @@ def test_constant_X_has_no_spread(X):
         S.nadaraya_watson(X, y)
     with pytest.raises(ValueError, match="X has no spread"):
         S.default_bandwidth_grid(X)
-    # a small spread that is not round-off still gets a rule: σ̂ of {1e10, 1e10 + 1e−3, 1e10} from the formula
-    X2 = np.array([1e10, 1e10 + 1e-3, 1e10])
-    np.testing.assert_allclose(S.KDE(X2).bandwidth, np.std(X2 - 1e10, ddof=1) * 3 ** (-1 / 5), rtol=1e-9)
+
+
+def test_small_spread_far_from_zero_still_gets_a_rule():
+    # a spread that is small against |X| (σ̂/|X| ≈ 6e−14) but not round-off: Scott's h = σ̂ n^{−1/5}, σ̂ from the
+    # offsets X − 1e10 written out. rtol 1e-12: both sides take the variance of the same exact offsets
+    # (subtracting a number within a factor 2 is exact), differing only in the order of summation
+    X = np.array([1e10, 1e10 + 1e-3, 1e10])
+    offsets = X - 1e10  # exact (Sterbenz)
+    np.testing.assert_allclose(S.KDE(X).bandwidth, np.std(offsets, ddof=1) * 3 ** (-1 / 5), rtol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -606,7 +612,8 @@ def test_complex_input_is_a_value_error(call, name):
     [
         (lambda: S.kernel_ridge(RBF, X_OK, Y_OK, lam=1e301), r"lam must be at most 1e\+300"),
         (lambda: S.kernel_ridge(RBF, X_OK, Y_OK, lam=[0.1, 1e308]), r"lam must be at most 1e\+300"),
-        (lambda: S.kernel_ridge(RBF, X_OK, Y_OK * 1e200), "y is too large"),
+        pytest.param(lambda: S.kernel_ridge(RBF, X_OK, Y_OK * 1e200), "y is too large",
+                     marks=pytest.mark.filterwarnings("ignore::bayeskern.smoothing.SmoothingWarning")),
         (lambda: S.nadaraya_watson(X_OK, Y_OK * 1e300, bandwidth=0.1), "y is too large"),
         (lambda: S.nadaraya_watson(np.r_[X_OK, 1e308], np.r_[Y_OK, 0.0], bandwidth=0.1), r"X has entries beyond"),
         (lambda: S.KDE(X_OK, 0.1).logpdf([-1e308]), r"Xnew has entries beyond"),

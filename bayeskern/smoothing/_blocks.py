@@ -225,36 +225,32 @@ class Query:
 
 
 class Bandwidth:
-    """A bandwidth h for one `Distances`, held as h = m·2ᵉ (m ∈ [½, 1)) so that (2ʲ/h)² is formed without overflow.
+    """A bandwidth h for one `Distances`: the fast path's scaled Bᵀ and which rows it may serve.
 
-    `tau` = ½(s/h)²: the Gaussian exponent is −τ‖ã − x̃‖²; a compact kernel's argument is ‖u‖² = 2τ‖ã − x̃‖².
-    `Bs`: the fast path's scaled Bᵀ (coefficient −τ or 2τ), None when τ is not finite.
+    `tau` = ½(s/h)², formed from h = m·2ᵉ (m ∈ [½, 1)) as 2^{2(k−e)}/2m², so it over- or underflows to inf
+    or 0 but never raises: the Gaussian exponent is −τ‖ã − x̃‖², a compact kernel's argument ‖u‖² =
+    2τ‖ã − x̃‖². `Bs`: that coefficient times Bᵀ, or None when the fast path is off (τ not a normal
+    number — τ‖ã‖² may matter where τ underflowed — or the triangular kernel, whose 1 − √s turns an
+    absolute error δ in s = ‖u‖² into √δ).
     """
 
     def __init__(self, dist: Distances, h: float, kern: SmoothingKernel):
         self.h, self.kern, self.gaussian = h, kern, kern.name == "gaussian"
-        mant, self.exp = np.frexp(h)
-        self.inv_m2 = 1.0 / (mant * mant)  # 1/m² ∈ (1, 4]
-        self.log2_unit = dist.log2_unit
-        self.tau = self.ratio_sq(dist.log2_unit) / 2  # τ = ½(s/h)², inf or 0 where it over- or underflows
+        mant, exp = np.frexp(h)
+        with np.errstate(over="ignore", under="ignore"):
+            self.tau = float(np.ldexp(0.5 / (mant * mant), 2 * (dist.log2_unit - int(exp))))  # τ = ½(s/h)²
         coef = -self.tau if self.gaussian else 2 * self.tau
-        d = dist.Xs.shape[1]
-        with np.errstate(divide="ignore", over="ignore"):
-            # the fast path's round-off bound (d + 4)ε|coef|(‖ã‖ + max‖x̃‖)² ≤ FAST_TOL, as a bound on ‖ã‖ + max‖x̃‖
-            self.fast_reach = float(np.sqrt(FAST_TOL / ((d + 4) * EPS * abs(coef)))) if np.isfinite(coef) else 0.0
-        self.radius = dist.radius
-        # τ must be a normal number (not underflowed: τ‖ã‖² may still matter), and the triangular profile 1 − √s turns
-        # an absolute error δ in s = ‖u‖² into √δ: it always takes explicit differences
         fast = 1e-300 < self.tau < np.inf and kern.name != "triangular"
         self.Bs = np.ascontiguousarray((coef * dist._B).T) if fast else None
-
-    def ratio_sq(self, k):
-        """(2ᵏ/h)² = 2^{2(k − e)}/m², with overflow to inf and underflow to 0 (never an exception)."""
-        with np.errstate(over="ignore", under="ignore"):
-            return np.ldexp(self.inv_m2, 2 * (np.asarray(k) - self.exp))
+        # the fast path's round-off in the exponent, (d + 4)ε|coef|(‖ã‖ + max‖x̃‖)², must stay ≤ FAST_TOL:
+        # as a bound on ‖ã‖ + max‖x̃‖ (which also keeps every term of the product far from overflow)
+        self.fast_reach = float(np.sqrt(FAST_TOL / ((dist.Xs.shape[1] + 4) * EPS * abs(coef)))) if fast else 0.0
+        self.radius = dist.radius
 
     def fast(self, norm: np.ndarray) -> np.ndarray:
-        """Rows whose expansion is accurate (round-off in the exponent ≤ FAST_TOL) and cannot overflow."""
+        """Rows (by ‖ã‖) whose expansion is accurate (round-off in the exponent ≤ FAST_TOL) and cannot overflow."""
+        if self.Bs is None:
+            return np.zeros(len(norm), dtype=bool)
         return np.isfinite(norm) & (norm + self.radius <= self.fast_reach)
 
 
@@ -410,7 +406,7 @@ def weight_block(dist: Distances, q: Query, rows: slice, bw: Bandwidth, V=None, 
     n = len(dist.Xs)
     out = np.empty((len(idx), n if V is None else V.shape[1]))
     L = np.zeros(len(idx))
-    fast = bw.fast(q.norm[rows]) if bw.Bs is not None else np.zeros(len(idx), bool)
+    fast = bw.fast(q.norm[rows])
     redo = ~fast
     if fast.any():
         sub = np.flatnonzero(fast)

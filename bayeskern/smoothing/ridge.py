@@ -133,6 +133,7 @@ def kernel_ridge(kernel: Kernel, X, y, lam=None, Xnew=None, *, cv="loo", seed=0,
     scores = None
     if grid is not None:
         best, scores, fit = _choose_lam(K, y_scaled, grid, cv, seed)
+        warn_at_grid_edge(grid, best, "the cross-validated λ =", scores=scores)
         lam_value = float(grid[best])
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if grid is not None and cv == "loo":
@@ -181,9 +182,7 @@ def _choose_lam(K: np.ndarray, y: np.ndarray, grid: np.ndarray, cv, seed):
     scores = np.where(np.isfinite(scores), scores, np.inf)
     if not np.any(np.isfinite(scores)):
         raise ValueError("no candidate lam gives a finite validation error: give other candidates")
-    best = int(np.argmin(scores))
-    warn_at_grid_edge(grid, best, "the cross-validated λ =", scores=scores)
-    return best, scores, fit
+    return int(np.argmin(scores)), scores, fit
 
 
 def _check_lam(lam, K: np.ndarray):
