@@ -194,6 +194,7 @@ def _evaluate(node, callables: dict, names: dict):
         if any(k.arg is None for k in node.keywords):
             raise ValueError("**keyword unpacking is not allowed")
         kwargs = {k.arg: _evaluate(k.value, callables, names) for k in node.keywords}
+        _check_counts(callables[node.func.id], args, kwargs)
         try:
             return callables[node.func.id](*args, **kwargs)
         except (TypeError, ValueError) as err:
@@ -201,6 +202,16 @@ def _evaluate(node, callables: dict, names: dict):
         except (MemoryError, RecursionError):
             raise ValueError(f"{node.func.id}: too large to build with these arguments") from None
     raise ValueError(f"not allowed in an expression: {_short(ast.unparse(node))!r}")
+
+
+def _check_counts(func, args: list, kwargs: dict) -> None:
+    """Whole numbers given to a kernel or feature map (degrees, orders, numbers of features, depths) are at most
+    MAX_SIZE, so that building one cannot exhaust the memory; a `seed` is not a count."""
+    if isinstance(func, type) and issubclass(func, kernels.Kernel | features.FeatureMap):
+        for name, value in [*((None, a) for a in args), *kwargs.items()]:
+            if isinstance(value, int) and not isinstance(value, bool) and name != "seed" and abs(value) > MAX_SIZE:
+                raise ValueError(f"{func.__name__}: whole-number arguments (degrees, orders, numbers of features, depths) "
+                                 f"may be at most {MAX_SIZE:,}, got {_short(value, 40)}")
 
 
 def _names_in(text: str) -> set[str]:
