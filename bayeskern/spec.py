@@ -302,6 +302,8 @@ class Spec:
                     prior_cov = self._role("prior_cov", names, lambda rv: rv.ndim == 0 or rv.type.shape == (M,),
                                            f"Σ is one variance (no shape) or one per feature (shape={M} for {_short(candidate)})")
                     blr.likelihood("y", X=data.X, y=data.y, features=phi, prior_cov=prior_cov, sigma=sigma, collapsed=True, dims="obs")
+            except SpecError:
+                raise
             except ValueError as err:
                 raise SpecError(self.path, key, f"{_short(candidate)!r}: {err}") from None
             except (RecursionError, MemoryError):
