@@ -275,10 +275,12 @@ class Spec:
             _feature_count(self.path, "checks.kernel_trick.features", parse_expression(trick["features"], FEATURES), d)
         if self.mcmc is not None:
             m = 0 if self.grid is None else len(self.grid)
-            stored = self.mcmc["chains"] * self.mcmc["draws"] * (2 * n + 4 * m / self.mcmc["thin"])  # log-likelihood, LOO draws; f, y, mean, var on the grid
+            # per draw: log-likelihood and LOO draws at n points; f, y, mean and variance at m grid points (every thin-th)
+            stored = self.mcmc["chains"] * self.mcmc["draws"] * (2 * n + 4 * m / self.mcmc["thin"])
             if stored > MAX_STORED:
-                raise SpecError(self.path, "fit.mcmc", f"chains × draws × (2n + 4·num/thin) = {stored:.3g} values would be kept, more than "
-                                                       f"{MAX_STORED:.3g} ({MAX_STORED * 8 / 1e9:.0f} GB): fewer draws or chains, a larger thin or a coarser grid")
+                raise SpecError(self.path, "fit.mcmc", f"chains × draws × (2n + 4·num/thin) = {stored:.3g} values would be kept, "
+                                                       f"more than {MAX_STORED:.3g} ({MAX_STORED * 8 / 1e9:.0f} GB): fewer draws or "
+                                                       "chains, a larger thin or a coarser grid")
         return data
 
     def model(self, candidate: str, data: datasets.Data) -> pm.Model:
@@ -554,17 +556,7 @@ def _read(path: Path) -> dict:
         raise SpecError(path, "(file)", "not valid TOML: nested too deeply") from None
 
 
-def load(path) -> Spec:
-    """Read and validate a spec; every problem is a SpecError naming the file and the key."""
-    path = Path(path)
-    raw = _read(path)
-    _known(raw, TOP_KEYS, path, "")
-    name = _get(raw, "name", path, "", str, path.stem)
-    if not name or len(name) > MAX_NAME or not all(c.isalnum() or c in "-_" for c in name):
-        raise SpecError(path, "name", f"must be 1 to {MAX_NAME} letters, digits, - or _ (it names the report folder), got {_short(repr(name))}")
-    seed = _seed(raw, "seed", path, "")
-    data = _data(raw, path)
-
+def _priors(raw: dict, path) -> dict:
     priors = _get(raw, "priors", path, "", dict, {})
     for pname, text in priors.items():
         if not pname.isidentifier():
@@ -572,11 +564,15 @@ def load(path) -> Spec:
         if not isinstance(text, str):
             raise SpecError(path, f"priors.{pname}", f"must be a string such as \"HalfNormal(sigma=1.0)\", got {_short(repr(text))}")
         _check_syntax(text, path, f"priors.{pname}", PRIORS, {})
+    return dict(priors)
 
+
+def _model(raw: dict, path, priors: dict) -> tuple:
+    """[model]: (kind, candidate expressions, sigma, prior_cov); every declared prior must be used."""
     model = _get(raw, "model", path, "", dict)
     kind = _get(model, "kind", path, "model.", str)
     if kind not in ("gp", "blr"):
-        raise SpecError(path, "model.kind", f"unknown kind {kind!r}; available: 'gp', 'blr'")
+        raise SpecError(path, "model.kind", f"unknown kind {_short(repr(kind))}; available: 'gp', 'blr'")
     what, callables = ("kernel", KERNELS) if kind == "gp" else ("features", FEATURES)
     _known(model, {"kind", what, "sigma"} | ({"prior_cov"} if kind == "blr" else set()), path, "model.")
     texts = _get(model, what, path, "model.", str | list)
@@ -593,7 +589,7 @@ def load(path) -> Spec:
         value = _get(model, key, path, "model.", str | int | float)
         if isinstance(value, str):
             if value not in priors:
-                raise SpecError(path, f"model.{key}", f"unknown name {value!r} (priors: {', '.join(sorted(priors)) or 'none declared'})")
+                raise SpecError(path, f"model.{key}", f"unknown name {_short(repr(value))} (priors: {', '.join(sorted(priors)) or 'none declared'})")
             return value
         if positive and not value > 0:
             raise SpecError(path, f"model.{key}", f"must be positive, got {value}")
@@ -608,8 +604,11 @@ def load(path) -> Spec:
     if not used:
         raise SpecError(path, "priors", "the model has no hyperparameter with a prior, so nothing to fit: declare priors "
                                         "and use their names in [model] (for fixed hyperparameters use bayeskern.gp.posterior)")
-    eb, mc = _fit(raw, path, len(texts))
+    return kind, tuple(texts), sigma, prior_cov
 
+
+def _predict(raw: dict, path) -> tuple[np.ndarray | None, bool]:
+    """[predict]: the grid (None without one) and include_noise."""
     predict = _get(raw, "predict", path, "", dict, {})
     _known(predict, {"start", "stop", "num", "include_noise"}, path, "predict.")
     grid = None
@@ -625,8 +624,11 @@ def load(path) -> Spec:
             raise SpecError(path, "predict", f"the grid from {start} to {stop} overflows float64")
     elif predict:
         raise SpecError(path, "predict", "needs start and stop (a grid of num points in [start, stop])")
-    include_noise = _get(predict, "include_noise", path, "predict.", bool, False)
+    return grid, _get(predict, "include_noise", path, "predict.", bool, False)
 
+
+def _checks(raw: dict, path, kind: str) -> dict:
+    """[checks]: psd (true/false) and the kernel-trick audit's options (None without one)."""
     checks = _get(raw, "checks", path, "", dict, {})
     _known(checks, {"kernel_trick", "psd"}, path, "checks.")
     psd = _get(checks, "psd", path, "checks.", bool, False)
@@ -646,14 +648,30 @@ def load(path) -> Spec:
             if key in trick and not _get(trick, key, path, w, int | float) > 0:
                 raise SpecError(path, f"{w}{key}", f"must be positive, got {trick[key]}")
         trick = dict(trick)
+    return {"psd": psd, "kernel_trick": trick}
 
+
+def load(path) -> Spec:
+    """Read and validate a spec; every problem is a SpecError naming the file and the key."""
+    path = Path(path)
+    raw = _read(path)
+    _known(raw, TOP_KEYS, path, "")
+    name = _get(raw, "name", path, "", str, path.stem)
+    if not name or len(name) > MAX_NAME or not all(c.isalnum() or c in "-_" for c in name):
+        raise SpecError(path, "name", f"must be 1 to {MAX_NAME} letters, digits, - or _ (it names the report folder), got {_short(repr(name))}")
+    seed = _seed(raw, "seed", path, "")
+    data = _data(raw, path)
+    priors = _priors(raw, path)
+    kind, candidates, sigma, prior_cov = _model(raw, path, priors)
+    eb, mc = _fit(raw, path, len(candidates))
+    grid, include_noise = _predict(raw, path)
+    checks = _checks(raw, path, kind)
     report = _get(raw, "report", path, "", dict, {})
     _known(report, {"prior_samples", "title"}, path, "report.")
     report = {"prior_samples": _whole(report, "prior_samples", path, "report.", 5, 0, MAX_PRIOR_SAMPLES, " (sample functions per panel)"),
               "title": _get(report, "title", path, "report.", str, name)}
     return Spec(
         path=path, name=name, description=_get(raw, "description", path, "", str, ""), seed=seed, data=data,
-        kind=kind, candidates=tuple(texts), priors=dict(priors), sigma=sigma, prior_cov=prior_cov,
-        empirical_bayes=eb, mcmc=mc, grid=grid, include_noise=include_noise,
-        checks={"psd": psd, "kernel_trick": trick}, report=report,
+        kind=kind, candidates=candidates, priors=priors, sigma=sigma, prior_cov=prior_cov,
+        empirical_bayes=eb, mcmc=mc, grid=grid, include_noise=include_noise, checks=checks, report=report,
     )

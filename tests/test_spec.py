@@ -158,11 +158,13 @@ BAD = [
     ("three ARD length scales on 1-D inputs", ("Gamma(alpha=2.0, beta=4.0)", "Gamma(alpha=2.0, beta=4.0, shape=3)"), "model.kernel",
      "lengthscale has 3 ARD entries but the inputs have 1 column(s) (priors with a shape: ell (3,))"),
     ("a prior that is not one distribution", ("HalfNormal(sigma=0.5)", "2.0 * HalfNormal(sigma=0.5)"), "priors.noise", "one distribution"),
-    ("a Σ prior of the wrong length", ('ell = "Gamma(alpha=2.0, beta=4.0)"\nnoise = "HalfNormal(sigma=0.5)"\n[model]\nkind = "gp"\nkernel = "2.0 * RBF(lengthscale=ell)"',
-                                       'ell = "Gamma(alpha=2.0, beta=4.0, shape=2)"\nnoise = "HalfNormal(sigma=0.5)"\n[model]\nkind = "blr"\n'
-                                       'features = "Polynomial(degree=3)"\nprior_cov = "ell"'),
+    ("a Σ prior of the wrong length",
+     ('ell = "Gamma(alpha=2.0, beta=4.0)"\nnoise = "HalfNormal(sigma=0.5)"\n[model]\nkind = "gp"\nkernel = "2.0 * RBF(lengthscale=ell)"',
+      'ell = "Gamma(alpha=2.0, beta=4.0, shape=2)"\nnoise = "HalfNormal(sigma=0.5)"\n[model]\nkind = "blr"\n'
+      'features = "Polynomial(degree=3)"\nprior_cov = "ell"'),
      "model.prior_cov", "one per feature (shape=4"),
-    ("a BLR with too many features", ('kind = "gp"\nkernel = "2.0 * RBF(lengthscale=ell)"', 'kind = "blr"\nfeatures = "Fourier(order=9000)"\nprior_cov = "ell"'),
+    ("a BLR with too many features",
+     ('kind = "gp"\nkernel = "2.0 * RBF(lengthscale=ell)"', 'kind = "blr"\nfeatures = "Fourier(order=9000)"\nprior_cov = "ell"'),
      "model.features", "gives 18,001 features"),
     ("a name too long for a folder", ('name = "base"', f'name = "{"a" * 300}"'), "name", "1 to 100 letters"),
     ("kernel-trick features a constructor refuses", ("[model]", '[checks]\nkernel_trick = { features = "Polynomial(degree=-1)" }\n[model]'),
