@@ -124,16 +124,20 @@ def check_target(folder, say: Callable[[str], None] = lambda message: None) -> P
 
 @contextmanager
 def _interrupts_held():
-    """Hold Ctrl-C back for the moment of the swap (main thread only); yields a list that records one held back."""
+    """Hold Ctrl-C back for the moment of the swap; yields a list that records one held back.
+
+    Only where Python's own handler turns Ctrl-C into KeyboardInterrupt (the main thread, no handler
+    of the program's own, SIGINT not ignored): elsewhere the program's choice is left alone.
+    """
     held: list = []
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         yield held
         return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     try:
         yield held
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @contextmanager
