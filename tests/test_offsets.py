@@ -13,6 +13,7 @@ from pytensor.graph.traversal import graph_inputs
 import bayeskern as bk
 import reference as ref
 from bayeskern import kernels as K
+from bayeskern.kernels.stationary import scaled_sqdist
 
 OFFSETS = [1e3, 1e6, 1e9]
 SIGMA = 0.1
@@ -65,6 +66,30 @@ def test_stationary_posterior_is_exact_at_any_offset(name, d, kernel, kref, offs
         np.testing.assert_allclose(post.var, other_var, rtol=0, atol=1e-9)
         np.testing.assert_allclose(post.log_marginal_likelihood, other_lml, rtol=0, atol=1e-9)
     assert post.jitter == 0.0
+
+
+@pytest.mark.parametrize("d", [1, 3, 10])
+def test_scaled_sqdist_is_exactly_symmetric_with_zero_diagonal(d):
+    """r² from direct differences (d ≤ 8) and from the centred Gram form (d = 10), at an offset of 1e6."""
+    Xt = pt.tensor("X", shape=(None, d))
+    f = pytensor.function([Xt], scaled_sqdist(Xt, None, np.linspace(0.5, 1.5, d)))
+    X = 1e6 + np.random.default_rng(5).uniform(0.0, 3.0, (30, d))
+    r2 = f(X)
+    u, ell = X - 1e6, np.linspace(0.5, 1.5, d)  # u: the same points moved to 0 (exact, Sterbenz)
+    np.testing.assert_array_equal(r2, r2.T)  # bit for bit, not only to round-off
+    np.testing.assert_array_equal(np.diag(r2), np.zeros(30))
+    # and it is the squared distance of the exactly shifted points, to the Gram form's round-off
+    # 10·ε·max‖z‖² ≈ 1e-13 (differences: exact)
+    np.testing.assert_allclose(r2, ref.sqdist(u / ell, u / ell), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name,d,kernel,kref", STATIONARY, ids=[s[0] for s in STATIONARY])
+def test_stationary_gram_matrix_is_symmetric_with_unit_diagonal(name, d, kernel, kref):
+    X = 1e6 + np.random.default_rng(5).uniform(0.0, 3.0, (30, d))
+    Kx = kernel.evaluate(X)
+    # r² is exactly symmetric; k(r²) is too unless a vectorised and a scalar exp/sin round differently
+    np.testing.assert_allclose(Kx, Kx.T, rtol=2.3e-16, atol=0)
+    np.testing.assert_array_equal(np.diag(Kx), np.full(30, kernel.evaluate(X[:1], diag=True)[0]))
 
 
 def _shared_input(model) -> SharedVariable:

@@ -66,8 +66,8 @@ def _sqdist_from_gram(X, Xs, ell):
     sq, sq_s = pt.sum(pt.square(Y), axis=1), pt.sum(pt.square(Ys), axis=1)
     r2 = pt.clip(sq[:, None] + sq_s[None, :] - 2.0 * pt.dot(Y, Ys.T), 0.0, np.inf)  # ‖y‖² + ‖y′‖² − 2yᵀy′
     if Xs is None:
-        # k(x, x) needs r = 0 exactly; the Gram form leaves round-off on the diagonal
-        r2 = r2 * (1.0 - pt.eye(X.shape[0], dtype="float64"))
+        # exactly symmetric (the cross term's rounding need not be), and k(x, x) needs r = 0 exactly
+        r2 = 0.5 * (r2 + r2.T) * (1.0 - pt.eye(X.shape[0], dtype="float64"))
     return pt.switch(pt.gt(r2, 0.0), r2 * s * s, 0.0)  # r² = s²·r²(y); 0 stays 0 when s² overflows
 
 
@@ -232,4 +232,6 @@ class Periodic(_PyMCStationary):
             folded.append(pt.sin(np.pi * pt.minimum(u, period[k] - u) / period[k]))
         # r² = Σₖ sin²(π(xₖ − x′ₖ)/T) / ℓₖ², then PyMC's Periodic as a function of it: exp(−½ r²)
         r2 = _sum_of_squares(folded, pt.ones((d,), dtype="float64") * p["lengthscale"])
+        if Xs is None:
+            r2 = 0.5 * (r2 + r2.T)  # vectorised and scalar sin may differ in the last bit: symmetric exactly
         return self._pymc(d, p).full_from_distance(r2, squared=True)
