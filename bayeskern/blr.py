@@ -12,10 +12,10 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.linalg
 
-from bayeskern._linalg import LOG_2PI, cho_solve, solve_lower
+from bayeskern._linalg import LOG_2PI, _factor, cho_solve, solve_lower
 from bayeskern._marginal import MarginalGaussian
 from bayeskern._results import Posterior
-from bayeskern._validation import as_inputs, as_targets, check_prior_cov, check_sigma, is_symbolic, same_columns
+from bayeskern._validation import as_inputs, as_targets, check_prior_cov, check_sigma, is_symbolic, offset_ratio, same_columns
 from bayeskern.features import design_matrix
 
 __all__ = ["BLRPosterior", "likelihood", "posterior"]
@@ -84,6 +84,29 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     return obs
 
 
+def _factor_precision(B: np.ndarray, features, X: np.ndarray) -> np.ndarray:
+    """L_B with B = I + ΨᵀΨ/σ² = L_B L_Bᵀ, or a ValueError naming `features` and X.
+
+    B's eigenvalues are ≥ 1 in exact arithmetic, so a factorisation that fails or is singular to
+    round-off (the package's rule, `_linalg`) means that rounding ΨᵀΨ lost it: φ(X) spans too many
+    orders of magnitude, typically because X sits far from 0 and the features are powers of x.
+    """
+    LB = _factor(B, 0.0)
+    if LB is not None:
+        return LB
+    ratio = offset_ratio(X)
+    advice = (
+        f"X sits far from zero for its spread (|column mean| / std up to {ratio:.3g}): centre it "
+        "(X − X.mean(axis=0)) or standardise it before the feature map"
+        if ratio > 10.0
+        else "standardise X, or choose features of comparable scale"
+    )
+    raise ValueError(
+        f"the features {features!r} of X are too ill-conditioned for float64: B = I + ΨᵀΨ/σ² (Ψ = φ(X)L, "
+        f"eigenvalues ≥ 1 in exact arithmetic) is not numerically positive definite; {advice}"
+    )
+
+
 @dataclass(frozen=True)
 class BLRPosterior(Posterior):
     """The analytic BLR posterior: weights N(m_N, S_N), the predictive at Xnew and the evidence.
@@ -119,7 +142,7 @@ def posterior(features, X, y, sigma, prior_cov, Xnew=None, include_noise: bool =
 
     L = _prior_factor(S, M, np)  # Σ = L Lᵀ
     Psi = Phi @ L  # Ψ = Φ L
-    LB = scipy.linalg.cholesky(np.eye(M) + Psi.T @ Psi / sigma**2, lower=True)  # B = I + ΨᵀΨ/σ²
+    LB = _factor_precision(np.eye(M) + Psi.T @ Psi / sigma**2, features, X)  # B = I + ΨᵀΨ/σ² = L_B L_Bᵀ
     G = solve_lower(LB, L.T)  # S_N = L B⁻¹ Lᵀ = GᵀG
     weights_cov = G.T @ G
     v = cho_solve(LB, Psi.T @ t) / sigma**2  # v = B⁻¹Ψᵀt/σ² = L⁻¹m_N
