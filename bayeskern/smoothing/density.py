@@ -35,6 +35,11 @@ class KDE:
     equals scipy's with `bw_method=h / X.std(ddof=1)`, and our Scott and Silverman rules then give
     scipy's. In d > 1 the two agree when Σ̂ ∝ I.
 
+    Any finite h > 0 works: h enters only through (x − Xᵢ)/h and log h (never h², 1/h² or hᵈ), and
+    log f̂ is a log-sum-exp relative to the nearest Xᵢ, so it is finite and exact wherever it is a float64
+    (a ValueError names Xnew where it is below −1.8e308, e.g. 1e200 from the data with h = 0.01). A
+    rule needs a spread above round-off, σ̂ > 8ε·max|X|; X and Xnew entries must stay within ±2¹⁰²².
+
     Attributes: `X`, `n`, `d`, `bandwidth`, `bandwidth_method` ("given", "scott", "silverman" or
     "loo"), and for "loo" `bandwidth_grid` and `loo_log_likelihoods` (per candidate).
     """
