@@ -5,6 +5,7 @@ computed through Σ = L Lᵀ and B = I + ΨᵀΨ/σ² with Ψ = ΦL, whose eigen
 factorisation never needs jitter and Σ is never inverted.
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +57,7 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     X = as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
     Phi = design_matrix(features, X)
+    _warn_if_far_from_zero(features, X, Phi)
     M = Phi.shape[1]
     S = check_prior_cov(prior_cov, M)
     sigma = check_sigma(sigma, allow_zero=False)
@@ -84,6 +86,43 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     return obs
 
 
+#: inputs farther from 0 than this many standard deviations sit "far from zero" (`offset_ratio`)
+_FAR_FROM_ZERO = 10.0
+#: a column-scaled Φ with a condition number above 1/√ε has a ΦᵀΦ that is singular to round-off
+_ILL_CONDITIONED = 1.0 / np.sqrt(np.finfo(np.float64).eps)
+
+
+def _offset_advice(X: np.ndarray) -> str:
+    ratio = offset_ratio(X)
+    if ratio > _FAR_FROM_ZERO:
+        return (
+            f"X sits far from zero for its spread (|column mean| / std up to {ratio:.3g}): centre it "
+            "(X − X.mean(axis=0)) or standardise it before the feature map"
+        )
+    return "standardise X, or choose features of comparable scale"
+
+
+def _warn_if_far_from_zero(features, X: np.ndarray, Phi: np.ndarray) -> None:
+    """RuntimeWarning when X sits far from 0 and φ(X) is singular to round-off because of it.
+
+    In a PyMC model σ and Σ are not known yet, so the B of `_factor_precision` cannot be checked; the
+    column-scaled Φ can: cond(Φ D⁻¹) > 1/√ε means ΦᵀΦ has lost every digit, and the log density
+    computed from it is noise (e.g. polynomial features at x ≈ 1e6).
+    """
+    if offset_ratio(X) <= _FAR_FROM_ZERO:
+        return
+    norms = np.linalg.norm(Phi, axis=0)
+    scaled = Phi[:, norms > 0] / norms[norms > 0]
+    if scaled.shape[1] > 1 and np.linalg.cond(scaled) > _ILL_CONDITIONED:
+        warnings.warn(
+            f"the features {features!r} of X are singular to round-off (condition number of the "
+            f"column-scaled design matrix {np.linalg.cond(scaled):.3g}), so the likelihood is inaccurate: "
+            + _offset_advice(X),
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
 def _factor_precision(B: np.ndarray, features, X: np.ndarray) -> np.ndarray:
     """L_B with B = I + ΨᵀΨ/σ² = L_B L_Bᵀ, or a ValueError naming `features` and X.
 
@@ -94,16 +133,9 @@ def _factor_precision(B: np.ndarray, features, X: np.ndarray) -> np.ndarray:
     LB = _factor(B, 0.0)
     if LB is not None:
         return LB
-    ratio = offset_ratio(X)
-    advice = (
-        f"X sits far from zero for its spread (|column mean| / std up to {ratio:.3g}): centre it "
-        "(X − X.mean(axis=0)) or standardise it before the feature map"
-        if ratio > 10.0
-        else "standardise X, or choose features of comparable scale"
-    )
     raise ValueError(
         f"the features {features!r} of X are too ill-conditioned for float64: B = I + ΨᵀΨ/σ² (Ψ = φ(X)L, "
-        f"eigenvalues ≥ 1 in exact arithmetic) is not numerically positive definite; {advice}"
+        f"eigenvalues ≥ 1 in exact arithmetic) is not numerically positive definite; {_offset_advice(X)}"
     )
 
 

@@ -206,3 +206,17 @@ def test_blr_polynomial_features_far_from_zero_is_a_value_error():
         bk.blr.posterior(phi, 1e2 + u, t, SIGMA, prior_cov=1.0)
     centred = bk.blr.posterior(phi, u - u.mean(), t, SIGMA, prior_cov=1.0)
     assert np.all(np.isfinite(centred.mean))
+
+
+def test_blr_model_far_from_zero_warns_and_says_to_centre():
+    """In a PyMC model σ and Σ are still unknown, so the check is on the data alone: polynomial features
+    of x ≈ 1e6 are singular to round-off (cond of the column-scaled Φ ≈ 1e19 > 1/√ε) and warn; the same
+    features of centred x, and Gaussian-basis features at the same offset (well conditioned), do not."""
+    u, t, _ = _data(1)
+    with pm.Model(), pytest.warns(RuntimeWarning, match=r"singular to round-off.*centre it"):
+        bk.blr.likelihood("y", 1e6 + u, t, bk.features.Polynomial(3), prior_cov=1.0, sigma=SIGMA, collapsed=True)
+    with pm.Model(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bk.blr.likelihood("y", u - u.mean(), t, bk.features.Polynomial(3), prior_cov=1.0, sigma=SIGMA, collapsed=True)
+        centers = 1e6 + np.linspace(u.min(), u.max(), 5)
+        bk.blr.likelihood("z", 1e6 + u, t, bk.features.GaussianBasis(centers, 0.5), prior_cov=1.0, sigma=SIGMA, collapsed=True)
