@@ -67,8 +67,12 @@ def driver(tmp_path):
 
 
 def _start(driver, folder, pause_at="never", seconds=60.0, version="new"):
+    # Ctrl-C reaches a command started from a shell with SIGINT's default disposition; pytest-xdist's
+    # workers ignore SIGINT, and an ignored signal is inherited across exec (Python then installs no
+    # KeyboardInterrupt handler at all), so the child is given back the default, as a shell would
     return subprocess.Popen([sys.executable, str(driver), str(WRITER), str(folder), pause_at, str(seconds), version],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _stop_at(process, moment: str, signum: int):
