@@ -67,9 +67,10 @@ def driver(tmp_path):
 
 
 def _start(driver, folder, pause_at="never", seconds=60.0, version="new"):
-    # Ctrl-C reaches a command started from a shell with SIGINT's default disposition; pytest-xdist's
-    # workers ignore SIGINT, and an ignored signal is inherited across exec (Python then installs no
-    # KeyboardInterrupt handler at all), so the child is given back the default, as a shell would
+    # Ctrl-C reaches a command started from a terminal with SIGINT's default disposition; a test run
+    # started in the background of a non-interactive shell (as a CI harness may) ignores SIGINT, an
+    # ignored signal is inherited across exec, and Python then installs no KeyboardInterrupt handler:
+    # the child is given back the default, as a terminal would
     return subprocess.Popen([sys.executable, str(driver), str(WRITER), str(folder), pause_at, str(seconds), version],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
