@@ -15,7 +15,9 @@ import scipy.linalg
 from bayeskern._linalg import LOG_2PI, cho_solve, solve_lower
 from bayeskern._marginal import MarginalGaussian
 from bayeskern._results import Posterior
-from bayeskern._validation import as_inputs, as_targets, check_prior_cov, check_sigma, is_symbolic, same_columns
+from bayeskern._validation import (
+    as_inputs, as_targets, check_name, check_prior_cov, check_sigma, is_symbolic, numerical_failure, same_columns,
+)
 from bayeskern.features import design_matrix
 
 __all__ = ["BLRPosterior", "likelihood", "posterior"]
@@ -53,7 +55,7 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     integrated out: t ~ N(0, ΦΣΦᵀ + σ²I), evaluated in weight space in O(n M²).
     Extra keyword arguments go to the observed distribution. Returns the observed variable.
     """
-    X = as_inputs(X, "X")
+    name, X = check_name(name), as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
     Phi = design_matrix(features, X)
     M = Phi.shape[1]
@@ -97,6 +99,10 @@ class BLRPosterior(Posterior):
     weights_cov: np.ndarray
 
 
+@numerical_failure(
+    "the features of X are numerically rank-deficient or too large for float64 (B = I + ΨᵀΨ/sigma², Ψ = Φ·chol(prior_cov), "
+    "cannot be factorised): scale or center X, use fewer features, a smaller prior_cov or a larger sigma"
+)
 def posterior(features, X, y, sigma, prior_cov, Xnew=None, include_noise: bool = False) -> BLRPosterior:
     """The exact posterior of w ~ N(0, Σ), t = Φw + ε, ε ~ N(0, σ²I), and its predictive at Xnew.
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from bayeskern import blr, gp
 from bayeskern._linalg import cho_solve, cholesky
-from bayeskern._validation import as_inputs, as_targets, check_number, same_columns
+from bayeskern._validation import as_inputs, as_targets, check_kernel, check_number, same_columns
 from bayeskern.features import design_matrix, n_features
 from bayeskern.kernels import FeatureKernel, Kernel
 
@@ -65,9 +65,7 @@ def kernel_trick(phi, prior_cov, X, y, sigma, Xnew=None, kernel: Kernel | None =
     Xnew = X if Xnew is None else as_inputs(Xnew, "Xnew")
     same_columns(X, Xnew)
     rtol = float(check_number(rtol, "rtol", positive=True))
-    k = FeatureKernel(phi, prior_cov) if kernel is None else kernel
-    if not isinstance(k, Kernel):
-        raise ValueError(f"kernel must be a bayeskern.kernels kernel, got {type(k).__name__}")
+    k = FeatureKernel(phi, prior_cov) if kernel is None else check_kernel(kernel)
 
     start = time.perf_counter()
     weight = blr.posterior(phi, X, y, sigma=sigma, prior_cov=prior_cov, Xnew=Xnew)
@@ -122,7 +120,7 @@ def ridge_duality(phi, X, y, lam, Xnew=None, rtol: float = RTOL) -> RidgeDuality
     same_columns(X, Xnew)
     lam = float(check_number(lam, "lam", positive=True))
     rtol = float(check_number(rtol, "rtol", positive=True))
-    Phi, Phi_new = design_matrix(phi, X), design_matrix(phi, Xnew)
+    Phi, Phi_new = design_matrix(phi, X, "phi"), design_matrix(phi, Xnew, "phi")
 
     L, _ = cholesky(Phi.T @ Phi + lam * np.eye(Phi.shape[1]), name="Phi^T Phi + lam I")
     w = cho_solve(L, Phi.T @ t)  # w = (ΦᵀΦ + λI)⁻¹Φᵀt

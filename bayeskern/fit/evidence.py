@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bayeskern._validation import as_inputs, as_targets, check_integer, check_number
+from bayeskern._validation import as_inputs, as_targets, check_finite_result, check_integer, check_number, numerical_failure
 from bayeskern.features import design_matrix
 from bayeskern.fit.empirical_bayes import FitWarning
 
@@ -39,6 +39,7 @@ class EvidenceResult:
         return float(1.0 / self.alpha)
 
 
+@numerical_failure("the features of X are numerically rank-deficient or too large for float64: scale or center X, or use fewer features")
 def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0, tol: float = 1e-10, maxiter: int = 10_000) -> EvidenceResult:
     """Re-estimate α and β by PRML 3.92 and 3.95 until they change by less than `tol` (relative).
 
@@ -55,7 +56,9 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     maxiter = check_integer(maxiter, "maxiter", 1)
     Phi = design_matrix(features, X)
     N, M = Phi.shape
-    eig, V = np.linalg.eigh(Phi.T @ Phi)  # ΦᵀΦ = V diag(eig) Vᵀ
+    with np.errstate(over="ignore"):
+        gram = check_finite_result(Phi.T @ Phi, "ΦᵀΦ of the features of X")
+    eig, V = np.linalg.eigh(gram)  # ΦᵀΦ = V diag(eig) Vᵀ
     eig = np.clip(eig, 0.0, None)
     b = V.T @ (Phi.T @ t)  # Vᵀ Φᵀ t
 
