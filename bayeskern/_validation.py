@@ -1,12 +1,13 @@
 """Input checks shared by every public function: clear ValueErrors that name the argument."""
 
+import dataclasses
 import functools
 
 import numpy as np
 from pytensor.graph.basic import Variable
 
 __all__ = [
-    "as_array", "as_inputs", "as_targets", "check_finite_result", "check_integer", "check_kernel", "check_model",
+    "NonFiniteError", "as_array", "as_inputs", "as_targets", "check_finite_result", "check_integer", "check_kernel", "check_model",
     "check_name", "check_number", "check_prior_cov", "check_probability", "check_seed", "check_sigma", "check_squarable", "int_seed", "is_symbolic",
     "numerical_failure", "rng_from", "same_columns",
 ]
@@ -241,18 +242,31 @@ def int_seed(seed, name: str = "seed") -> int:
     return seed
 
 
+class NonFiniteError(ValueError):
+    """A computation on finite, valid input gave inf or NaN: float64 overflowed (or 0·∞ appeared)."""
+
+
 def check_finite_result(values, what: str) -> np.ndarray:
-    """A computed array that must be finite because its inputs were: else a ValueError saying what overflowed."""
+    """A computed array that must be finite because its inputs were: else a NonFiniteError saying what overflowed."""
     if not np.all(np.isfinite(values)):
-        raise ValueError(f"{what} is not finite: it overflows float64 (or is 0·∞); scale or center the inputs, or change the hyperparameters")
+        raise NonFiniteError(f"{what} is not finite: it overflows float64 (or is 0·∞); scale or center the inputs, or change the hyperparameters")
     return values
 
 
-def numerical_failure(cause: str):
-    """Decorator: a factorisation that fails inside `fn` on finite, valid arguments becomes a ValueError giving `cause`.
+def _finite_fields(result) -> bool:
+    """Whether every float field of a result record (or a bare array) is finite."""
+    values = [getattr(result, f.name) for f in dataclasses.fields(result)] if dataclasses.is_dataclass(result) else [result]
+    return all(np.all(np.isfinite(v)) for v in values if isinstance(v, float | np.ndarray) and np.asarray(v).dtype.kind == "f")
 
-    Catches `numpy.linalg.LinAlgError` and SciPy's unnamed "array must not contain infs or NaNs"
-    (an intermediate product of finite inputs overflowed), so no raw error leaves a public function.
+
+def numerical_failure(cause: str):
+    """Decorator: `fn` on finite, valid arguments either returns finite numbers or raises a ValueError giving `cause`.
+
+    `cause` names the arguments that can push float64 over the edge and what to do about it. Caught:
+    `numpy.linalg.LinAlgError`, SciPy's unnamed "array must not contain infs or NaNs" (an
+    intermediate product of finite inputs overflowed), a NonFiniteError from a kernel or feature map
+    evaluated inside `fn` (whose message speaks of its own X/Xs), and a result record with inf/NaN in
+    a float field — so no raw error and no silent NaN leaves a public function.
     """
 
     def decorate(fn):
@@ -261,13 +275,18 @@ def numerical_failure(cause: str):
         @functools.wraps(fn)
         def checked(*args, **kwargs):
             try:
-                return fn(*args, **kwargs)
+                result = fn(*args, **kwargs)
             except np.linalg.LinAlgError as err:
                 raise ValueError(f"{where}: {cause} (LAPACK: {err})") from None
+            except NonFiniteError as err:
+                raise NonFiniteError(f"{where}: {cause} ({err})") from None
             except ValueError as err:
                 if "must not contain infs or NaNs" not in str(err):
                     raise
-                raise ValueError(f"{where}: {cause} (an intermediate product overflowed float64)") from None
+                raise NonFiniteError(f"{where}: {cause} (an intermediate product overflowed float64)") from None
+            if not _finite_fields(result):
+                raise NonFiniteError(f"{where}: {cause} (the result overflows float64)")
+            return result
 
         return checked
 

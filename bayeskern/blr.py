@@ -57,7 +57,7 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     """
     name, X = check_name(name), as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
-    Phi = design_matrix(features, X)
+    Phi = design_matrix(features, X, "features")
     M = Phi.shape[1]
     S = check_prior_cov(prior_cov, M)
     sigma = check_sigma(sigma, allow_zero=False)
@@ -101,7 +101,8 @@ class BLRPosterior(Posterior):
 
 @numerical_failure(
     "the features of X are numerically rank-deficient or too large for float64 (B = I + ΨᵀΨ/sigma², Ψ = Φ·chol(prior_cov), "
-    "cannot be factorised): scale or center X, use fewer features, a smaller prior_cov or a larger sigma"
+    "cannot be factorised), or X, Xnew, y or sigma make the posterior overflow: scale or center X and y, use fewer "
+    "features, a smaller prior_cov or a larger sigma"
 )
 def posterior(features, X, y, sigma, prior_cov, Xnew=None, include_noise: bool = False) -> BLRPosterior:
     """The exact posterior of w ~ N(0, Σ), t = Φw + ε, ε ~ N(0, σ²I), and its predictive at Xnew.
@@ -117,7 +118,7 @@ def posterior(features, X, y, sigma, prior_cov, Xnew=None, include_noise: bool =
     if is_symbolic(include_noise) or not isinstance(include_noise, bool | np.bool_):
         raise ValueError(f"include_noise must be True or False, got {include_noise!r}")
     sigma = float(check_sigma(sigma, allow_zero=False))
-    Phi = design_matrix(features, X)
+    Phi = design_matrix(features, X, "features")
     n, M = Phi.shape
     S = check_prior_cov(prior_cov, M)
     if is_symbolic(S):

@@ -11,7 +11,7 @@ from scipy.special import gammaln
 
 from bayeskern._compile import compiled
 from bayeskern._linalg import psd_eigh
-from bayeskern._validation import as_array, as_inputs, check_finite_result, check_integer, check_kernel, check_number, is_symbolic, rng_from
+from bayeskern._validation import as_array, as_inputs, check_finite_result, check_integer, check_kernel, check_number, is_symbolic, numerical_failure, rng_from
 
 __all__ = [
     "FeatureMap",
@@ -77,7 +77,7 @@ class FeatureMap:
             return [Xt, *slots.values()], self._symbolic(Xt, slots)
 
         Phi = np.asarray(compiled(("features", self.signature(), d), build)(X, *params.values()))
-        return check_finite_result(Phi, f"{self!r} evaluated on X")  # finite X, yet inf/NaN: an overflow
+        return check_finite_result(Phi, f"the features {self!r} of X")  # finite X, yet inf/NaN: an overflow
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._repr_args().items())})"
@@ -325,6 +325,7 @@ class MercerFeatures(FeatureMap):
     round-off floor n·ε·λmax by default). `kernel`: a kernel with numeric hyperparameters.
     """
 
+    @numerical_failure("the kernel's values on X_basis overflow float64, or its eigendecomposition fails: scale or center X_basis")
     def __init__(self, kernel, X_basis, n_components: int | None = None):
         self.kernel = check_kernel(kernel)
         self.X_basis = as_inputs(X_basis, "X_basis")
@@ -393,7 +394,7 @@ def _check_callable(phi, name: str) -> None:
         raise ValueError(f"{name} must be a feature map or a callable X -> Phi, got {phi!r}")
 
 
-def design_matrix(phi, X, name: str = "features") -> np.ndarray:
+def design_matrix(phi, X, name: str = "phi") -> np.ndarray:
     """Φ = φ(X) as a numpy (n, M) array, for a feature map or any callable X (n, d) → Φ (n, M).
 
     `name`: what the caller calls φ, for the error messages.
@@ -407,12 +408,12 @@ def design_matrix(phi, X, name: str = "features") -> np.ndarray:
 def design_tensor(phi, X):
     """Φ = φ(X) as a tensor, for a feature map or any callable X (n, d) → Φ (n, M).
 
-    Numeric inputs give a constant; for a plain callable on symbolic inputs the callable is wrapped
-    as a PyTensor Op (no gradient with respect to X, which is data).
+    Numeric inputs give a constant (Φ computed and checked once); for a plain callable on symbolic
+    inputs the callable is wrapped as a PyTensor Op (no gradient with respect to X, which is data).
     """
     _check_callable(phi, "phi")
     if not is_symbolic(X):
-        X = pt.as_tensor_variable(as_inputs(X, "X"))
+        return pt.as_tensor_variable(design_matrix(phi, X))
     if isinstance(phi, FeatureMap):
         return phi.symbolic(X)
     if isinstance(X, TensorConstant):

@@ -124,7 +124,10 @@ def _duplicate_rows(X: np.ndarray) -> tuple[int, int] | None:
     return int(rows[0]), int(rows[1])
 
 
-@numerical_failure("K(X, X) + sigma² I cannot be factorised in float64 even with jitter: scale or center X, or check the kernel's hyperparameters and sigma")
+@numerical_failure(
+    "X, Xnew, y or sigma is too large or too small for float64 (K(X, X) + sigma² I cannot be factorised even with "
+    "jitter, or the posterior overflows): scale or center X and y, or check the kernel's hyperparameters and sigma"
+)
 def posterior(kernel: Kernel, X, y, sigma, Xnew=None, include_noise: bool = False) -> GPPosterior:
     """The exact posterior of a zero-mean GP with kernel k, given t = f(X) + ε, ε ~ N(0, σ²I).
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bayeskern._linalg import psd_eigh
-from bayeskern._validation import as_inputs, as_targets, check_finite_result, check_kernel, check_number, same_columns
+from bayeskern._validation import as_inputs, as_targets, check_finite_result, check_kernel, check_number, numerical_failure, same_columns
 from bayeskern.kernels import Kernel
 
 __all__ = ["NTKDynamics", "dynamics"]
@@ -30,6 +30,7 @@ class NTKDynamics:
     limit: np.ndarray
 
 
+@numerical_failure("the kernel's values on X or Xnew, or y, f0, f0_new, eta·t, overflow float64: scale or center X and y")
 def dynamics(kernel: Kernel, X, y, Xnew, eta, t, f0=None, f0_new=None) -> NTKDynamics:
     """Outputs of a network trained by gradient flow on L = (1/N) Σᵢ ½(f(xᵢ) − yᵢ)², in the NTK limit.
 
@@ -48,7 +49,7 @@ def dynamics(kernel: Kernel, X, y, Xnew, eta, t, f0=None, f0_new=None) -> NTKDyn
     kernel, X, Xnew = check_kernel(kernel), as_inputs(X, "X"), as_inputs(Xnew, "Xnew")
     same_columns(X, Xnew, "X", "Xnew")
     Y = as_targets(y, len(X), "y")
-    eta = float(check_number(eta, "eta", positive=True))
+    eta = float(check_number(eta, "eta", positive=True, scalar=True))
     times = np.atleast_1d(check_number(t, "t", nonnegative=True)).astype(float)
     if times.ndim != 1:
         raise ValueError("t must be a scalar or a vector of times")

@@ -39,7 +39,7 @@ class EvidenceResult:
         return float(1.0 / self.alpha)
 
 
-@numerical_failure("the features of X are numerically rank-deficient or too large for float64: scale or center X, or use fewer features")
+@numerical_failure("the features of X, or y, are too large for float64 (or the features are numerically rank-deficient): scale or center X and y, or use fewer features")
 def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0, tol: float = 1e-10, maxiter: int = 10_000) -> EvidenceResult:
     """Re-estimate α and β by PRML 3.92 and 3.95 until they change by less than `tol` (relative).
 
@@ -50,11 +50,11 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
 
     X = as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
-    alpha = float(check_number(alpha, "alpha", positive=True))
-    beta = float(check_number(beta, "beta", positive=True))
-    tol = float(check_number(tol, "tol", positive=True))
+    alpha = float(check_number(alpha, "alpha", positive=True, scalar=True))
+    beta = float(check_number(beta, "beta", positive=True, scalar=True))
+    tol = float(check_number(tol, "tol", positive=True, scalar=True))
     maxiter = check_integer(maxiter, "maxiter", 1)
-    Phi = design_matrix(features, X)
+    Phi = design_matrix(features, X, "features")
     N, M = Phi.shape
     with np.errstate(over="ignore"):
         gram = check_finite_result(Phi.T @ Phi, "ΦᵀΦ of the features of X")
@@ -72,7 +72,10 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
         if residual <= N * (1e3 * np.finfo(float).eps * np.max(np.abs(t))) ** 2 or N - gamma <= 0.0:
             raise ValueError("beta -> infinity: the features fit t exactly, so the evidence has no finite maximum; use fewer features")
         if float(m_N @ m_N) == 0.0:
-            raise ValueError("alpha -> infinity: the features explain nothing of t, so the evidence is largest with all weights zero")
+            raise ValueError(
+                "alpha -> infinity: the features explain nothing of t, so the evidence is largest with all weights zero "
+                f"(or the starting alpha={alpha:.3g}, beta={beta:.3g} are so extreme that m_N underflowed to 0: start nearer 1)"
+            )
         alpha_new = gamma / float(m_N @ m_N)  # α = γ / m_Nᵀm_N   (PRML 3.92)
         beta_new = (N - gamma) / residual  # 1/β = Σ (tₙ − m_Nᵀφₙ)² / (N − γ)   (PRML 3.95)
         if not (np.isfinite(alpha_new) and np.isfinite(beta_new)):
