@@ -98,6 +98,7 @@ def _normal_model():
     return model
 
 
+@cache  # built once: the checks under test neither compile nor change it
 def _gp_model():
     """A GP marginal likelihood with one free length scale: what bayeskern.fit takes (not compiled here)."""
     with pm.Model() as model:
@@ -106,6 +107,7 @@ def _gp_model():
     return model
 
 
+@cache  # built once: the checks under test neither compile nor change it
 def _blr_model():
     with pm.Model() as model:
         sigma = pm.HalfNormal("sigma", 1.0)
@@ -113,6 +115,7 @@ def _blr_model():
     return model
 
 
+@cache  # built once: the checks under test neither compile nor change it
 def _gp_sigma_model():
     with pm.Model() as model:
         sigma = pm.HalfNormal("sigma", 1.0)

@@ -58,6 +58,7 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     N, M = Phi.shape
     with np.errstate(over="ignore"):
         gram = check_finite_result(Phi.T @ Phi, "ΦᵀΦ of the features of X")
+        check_finite_result(t @ t, "‖y‖², the squared norm of the targets y")  # β ~ N/‖y‖² must be representable
     eig, V = np.linalg.eigh(gram)  # ΦᵀΦ = V diag(eig) Vᵀ
     eig = np.clip(eig, 0.0, None)
     b = V.T @ (Phi.T @ t)  # Vᵀ Φᵀ t
@@ -80,7 +81,10 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
         beta_new = (N - gamma) / residual  # 1/β = Σ (tₙ − m_Nᵀφₙ)² / (N − γ)   (PRML 3.95)
         if not (np.isfinite(alpha_new) and np.isfinite(beta_new)):
             which = "alpha" if not np.isfinite(alpha_new) else "beta"
-            raise ValueError(f"{which} -> infinity during the re-estimation: the evidence has no finite maximum for these features")
+            raise ValueError(
+                f"{which} -> infinity during the re-estimation: the evidence has no finite maximum for these features "
+                "(or the starting alpha, beta are too extreme for float64: start nearer 1)"
+            )
         change = max(abs(alpha_new - alpha) / alpha, abs(beta_new - beta) / beta)
         alpha, beta = alpha_new, beta_new
         if change < tol:
