@@ -27,7 +27,7 @@ class FeatureError:
 def feature_error(phi, kernel: Kernel, X) -> FeatureError:
     """How far φ(x)ᵀφ(x′) is from k(x, x′) on the points X."""
     X, kernel = as_inputs(X, "X"), check_kernel(kernel)
-    Phi = design_matrix(phi, X, "phi")
+    Phi = design_matrix(phi, X)
     K = kernel.evaluate(X)
     E = Phi @ Phi.T - K
     return FeatureError(float(np.max(np.abs(E))), float(np.linalg.norm(E) / np.linalg.norm(K)), Phi.shape[1])

@@ -121,7 +121,7 @@ def ridge_duality(phi, X, y, lam, Xnew=None, rtol: float = RTOL) -> RidgeDuality
     same_columns(X, Xnew)
     lam = float(check_number(lam, "lam", positive=True, scalar=True))
     rtol = float(check_number(rtol, "rtol", positive=True, scalar=True))
-    Phi, Phi_new = design_matrix(phi, X, "phi"), design_matrix(phi, Xnew, "phi")
+    Phi, Phi_new = design_matrix(phi, X), design_matrix(phi, Xnew)
 
     with np.errstate(over="ignore"):
         gram = check_finite_result(Phi.T @ Phi, "ΦᵀΦ of the features of X")
