@@ -5,6 +5,7 @@ computed through Σ = L Lᵀ and B = I + ΨᵀΨ/σ² with Ψ = ΦL, whose eigen
 factorisation never needs jitter and Σ is never inverted.
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,11 +13,11 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.linalg
 
-from bayeskern._linalg import LOG_2PI, cho_solve, solve_lower
+from bayeskern._linalg import LOG_2PI, _factor, cho_solve, solve_lower
 from bayeskern._marginal import MarginalGaussian
 from bayeskern._results import Posterior
 from bayeskern._validation import (
-    as_inputs, as_targets, check_name, check_prior_cov, check_sigma, is_symbolic, numerical_failure, same_columns,
+    as_inputs, as_targets, check_name, check_prior_cov, check_sigma, is_symbolic, numerical_failure, offset_ratio, same_columns,
 )
 from bayeskern.features import design_matrix
 
@@ -58,6 +59,7 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     name, X = check_name(name), as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
     Phi = design_matrix(features, X, "features")
+    _warn_if_far_from_zero(features, X, Phi)
     M = Phi.shape[1]
     S = check_prior_cov(prior_cov, M)
     sigma = check_sigma(sigma, allow_zero=False)
@@ -84,6 +86,59 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     )
     obs.tag.bayeskern = MarginalGaussian("blr", X, t, sigma, features=features, prior_cov=S)
     return obs
+
+
+#: inputs farther from 0 than this many standard deviations sit "far from zero" (`offset_ratio`)
+_FAR_FROM_ZERO = 10.0
+#: a column-scaled Φ with a condition number above 1/√ε has a ΦᵀΦ that is singular to round-off
+_ILL_CONDITIONED = 1.0 / np.sqrt(np.finfo(np.float64).eps)
+
+
+def _offset_advice(X: np.ndarray) -> str:
+    ratio = offset_ratio(X)
+    if ratio > _FAR_FROM_ZERO:
+        return (
+            f"X sits far from zero for its spread (|column mean| / std up to {ratio:.3g}): centre it "
+            "(X − X.mean(axis=0)) or standardise it before the feature map"
+        )
+    return "standardise X, or choose features of comparable scale"
+
+
+def _warn_if_far_from_zero(features, X: np.ndarray, Phi: np.ndarray) -> None:
+    """RuntimeWarning when X sits far from 0 and φ(X) is singular to round-off because of it.
+
+    In a PyMC model σ and Σ are not known yet, so the B of `_factor_precision` cannot be checked; the
+    column-scaled Φ can: cond(Φ D⁻¹) > 1/√ε means ΦᵀΦ has lost every digit, and the log density
+    computed from it is noise (e.g. polynomial features at x ≈ 1e6).
+    """
+    if offset_ratio(X) <= _FAR_FROM_ZERO:
+        return
+    norms = np.linalg.norm(Phi, axis=0)
+    scaled = Phi[:, norms > 0] / norms[norms > 0]
+    if scaled.shape[1] > 1 and np.linalg.cond(scaled) > _ILL_CONDITIONED:
+        warnings.warn(
+            f"the features {features!r} of X are singular to round-off (condition number of the "
+            f"column-scaled design matrix {np.linalg.cond(scaled):.3g}), so the likelihood is inaccurate: "
+            + _offset_advice(X),
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def _factor_precision(B: np.ndarray, features, X: np.ndarray) -> np.ndarray:
+    """L_B with B = I + ΨᵀΨ/σ² = L_B L_Bᵀ, or a ValueError naming `features` and X.
+
+    B's eigenvalues are ≥ 1 in exact arithmetic, so a factorisation that fails or is singular to
+    round-off (the package's rule, `_linalg`) means that rounding ΨᵀΨ lost it: φ(X) spans too many
+    orders of magnitude, typically because X sits far from 0 and the features are powers of x.
+    """
+    LB = _factor(B, 0.0)
+    if LB is not None:
+        return LB
+    raise ValueError(
+        f"the features {features!r} of X are too ill-conditioned for float64: B = I + ΨᵀΨ/σ² (Ψ = φ(X)L, "
+        f"eigenvalues ≥ 1 in exact arithmetic) is not numerically positive definite; {_offset_advice(X)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -126,7 +181,7 @@ def posterior(features, X, y, sigma, prior_cov, Xnew=None, include_noise: bool =
 
     L = _prior_factor(S, M, np)  # Σ = L Lᵀ
     Psi = Phi @ L  # Ψ = Φ L
-    LB = scipy.linalg.cholesky(np.eye(M) + Psi.T @ Psi / sigma**2, lower=True)  # B = I + ΨᵀΨ/σ²
+    LB = _factor_precision(np.eye(M) + Psi.T @ Psi / sigma**2, features, X)  # B = I + ΨᵀΨ/σ² = L_B L_Bᵀ
     G = solve_lower(LB, L.T)  # S_N = L B⁻¹ Lᵀ = GᵀG
     weights_cov = G.T @ G
     v = cho_solve(LB, Psi.T @ t) / sigma**2  # v = B⁻¹Ψᵀt/σ² = L⁻¹m_N

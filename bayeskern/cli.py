@@ -10,25 +10,65 @@ from bayeskern import spec as specs
 __all__ = ["main"]
 
 
+class UsageError(Exception):
+    """A bad command-line value (exit 2, like a bad spec)."""
+
+
 def _say(message: str) -> None:
     print(f"[bayeskern] {message}", file=sys.stderr, flush=True)
 
 
-def run(path, out=None, seed=None) -> Path:
-    """Run one spec and write its report folder (reports/<name>/ unless `out` is given)."""
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def _seed(text: str) -> int:
+    """--seed: a whole number in [0, MAX_SEED]."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if not 0 <= value <= specs.MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**63 - 1], got {text}")
+    return value
+
+
+def report_folder(spec: specs.Spec, out=None) -> Path:
+    """Where `run` writes the report of `spec`: `out`, or reports/<name>/."""
+    return Path(out) if out else Path("reports") / spec.name
+
+
+def run(path, out=None, seed=None, where: dict | None = None) -> Path:
+    """Run one spec and write its report folder (reports/<name>/ unless `out` is given).
+
+    Everything that can be checked before fitting is: the spec (as `check` does, when the models
+    are built) and the report folder. `where` receives the report folder once it is known.
+    """
     from bayeskern.analysis import run_analysis  # the heavy imports only for the command that needs them
     from bayeskern.report import write_report
+    from bayeskern.report.writer import check_target
 
     started = time.perf_counter()
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= specs.MAX_SEED):
+        raise UsageError(f"--seed must be a whole number in [0, 2**63 - 1], got {seed!r}")
     spec = specs.load(path)
+    folder = report_folder(spec, out)
+    try:
+        check_target(folder, say=_say)
+    except ValueError as err:
+        reason = _one_line(err).removeprefix(f"{folder} ")
+        hint = "" if out else " (the default report folder; choose another with --out)"
+        raise UsageError(f"{'--out ' if out else ''}{folder}: {reason}{hint}") from None
+    if where is not None:
+        where["folder"] = folder
     analysis = run_analysis(spec, seed=seed, say=_say, progressbar=sys.stderr.isatty())
-    folder = write_report(analysis, Path(out) if out else Path("reports") / spec.name, say=_say)
+    folder = write_report(analysis, folder, say=_say)
     _say(f"wrote {folder}/ (index.html, report.md, figures/, results.nc, summary.json) in {time.perf_counter() - started:.0f} s")
     return folder
 
 
 def check(path) -> specs.Spec:
-    """Validate a spec without fitting: the file, the data, and every candidate's PyMC model."""
+    """Validate a spec without fitting: the file, the data, and every candidate's PyMC model (shapes included)."""
     spec = specs.load(path)
     data = spec.load_data()
     for text in spec.candidates:
@@ -36,42 +76,64 @@ def check(path) -> specs.Spec:
     return spec
 
 
-def main(argv=None) -> int:
+def list_specs(folder) -> None:
+    """One line per *.toml in `folder`: path, name and description, or path, INVALID and the reason."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise specs.SpecError(folder, "(folder)", "no such folder")
+    for path in sorted(folder.glob("*.toml")):
+        try:
+            s = specs.load(path)
+            print(f"{path}\t{s.name}\t{s.description}", flush=True)
+        except specs.SpecError as err:
+            print(f"{path}\tINVALID\t{err.key}: {err.reason}", flush=True)
+        except Exception as err:  # noqa: BLE001 — whatever is wrong with one file, the others are still listed
+            print(f"{path}\tINVALID\t(file): {type(err).__name__}: {_one_line(err)}", flush=True)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bayeskern", description="Bayesian kernel methods on PyMC: run the analyses of models/*.toml.")
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="run a model spec and write its report", description="Fit the spec's models and write the report folder.")
     p_run.add_argument("spec", help="path to a models/*.toml spec")
-    p_run.add_argument("--out", help="report folder (default: reports/<name>/)")
-    p_run.add_argument("--seed", type=int, help="seed of the fits and draws (default: the spec's seed)")
+    p_run.add_argument("--out", help="report folder (default: reports/<name>/): a new name, an empty folder or an earlier report")
+    p_run.add_argument("--seed", type=_seed, help="seed of the fits and draws, 0 ≤ N < 2**63 (default: the spec's seed)")
     p_check = sub.add_parser("check", help="validate a model spec without running it", description="Validate a spec: its keys, data and models.")
     p_check.add_argument("spec", help="path to a models/*.toml spec")
     p_list = sub.add_parser("list", help="list the specs in a folder", description="List the specs in a folder with their descriptions.")
     p_list.add_argument("folder", nargs="?", default="models", help="folder of specs (default: models)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    where: dict = {}
     try:
         if args.command == "run":
-            run(args.spec, args.out, args.seed)
+            run(args.spec, args.out, args.seed, where)
         elif args.command == "check":
             s = check(args.spec)
             print(f"{args.spec}: ok ({s.name}: {s.kind}, {len(s.candidates)} candidate(s))")
         else:
-            folder = Path(args.folder)
-            if not folder.is_dir():
-                raise specs.SpecError(folder, "(folder)", "no such folder")
-            for path in sorted(folder.glob("*.toml")):
-                try:
-                    s = specs.load(path)
-                    print(f"{path}\t{s.name}\t{s.description}")
-                except specs.SpecError as err:
-                    print(f"{path}\tINVALID\t{err.key}: {err.reason}")
+            list_specs(args.folder)
     except specs.SpecError as err:
         print(f"bayeskern: error: {err}", file=sys.stderr)
         return 2
-    except (ValueError, OSError, RuntimeError) as err:
-        print(f"bayeskern: error: {' '.join(str(err).split())}", file=sys.stderr)
+    except UsageError as err:
+        print(f"bayeskern: error: {_one_line(err)}", file=sys.stderr)
+        return 2
+    except (ValueError, OSError, RuntimeError, MemoryError) as err:
+        print(f"bayeskern: error: {'out of memory: ' if isinstance(err, MemoryError) else ''}{_one_line(err)}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("bayeskern: interrupted; the previous report is untouched", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        if "folder" in where:  # a run that knows its report folder says which report is in it
+            from bayeskern.report.writer import Interrupted  # already imported by run
+
+            if not isinstance(err, Interrupted):  # stopped before the report was being written
+                err = Interrupted.before_writing(where["folder"])
+            print(f"bayeskern: {err}", file=sys.stderr)
+        else:
+            print("bayeskern: interrupted", file=sys.stderr)
         return 130
     return 0
 

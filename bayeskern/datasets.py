@@ -8,7 +8,7 @@ import numpy as np
 
 from bayeskern._validation import check_integer, check_number, check_seed
 
-__all__ = ["PACKAGE_DATASETS", "SOURCE_KEYS", "Data", "load", "sinusoid"]
+__all__ = ["MAX_CSV_ROWS", "PACKAGE_DATASETS", "SOURCE_KEYS", "Data", "load", "sinusoid"]
 
 
 @dataclass(frozen=True)
@@ -55,9 +55,21 @@ SOURCE_KEYS = {
 }
 
 
+#: the most rows a CSV file may have (a spec then takes a subset of data.n rows)
+MAX_CSV_ROWS = 1_000_000
+
+
 def _read_csv(path: Path):
+    rows = []
     with path.open(newline="", encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not part of the first name
-        rows = [row for row in csv.reader(f) if any(cell.strip() for cell in row)]  # blank lines skipped
+        try:
+            for row in csv.reader(f):
+                if any(cell.strip() for cell in row):  # blank lines skipped
+                    rows.append(row)
+                if len(rows) > MAX_CSV_ROWS + 1:
+                    raise ValueError(f"{path} has more than {MAX_CSV_ROWS:,} rows")
+        except csv.Error as err:  # e.g. a field larger than the csv module's limit
+            raise ValueError(f"{path} is not a readable CSV file: {err}") from None
     if len(rows) < 2:
         raise ValueError(f"{path} has no data rows under its header")
     header, body = rows[0], rows[1:]

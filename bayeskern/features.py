@@ -1,5 +1,6 @@
 """Feature maps φ: inputs X (n, d) → design matrix Φ (n, M), as PyTensor graphs evaluated to numbers."""
 
+import math
 from collections.abc import Hashable
 from itertools import combinations_with_replacement
 
@@ -125,7 +126,7 @@ class Polynomial(FeatureMap):
         return np.asarray(rows, dtype=np.float64).reshape(-1, d)
 
     def n_features(self, d: int) -> int:
-        return len(self.exponents(d))
+        return math.comb(self.degree + d, d)  # monomials of degree ≤ M in d variables, counted without listing them
 
     def _config(self):
         return self.degree
@@ -257,7 +258,8 @@ class PolynomialKernelFeatures(FeatureMap):
         return E[E[:, 0] == 0] if self.c == 0.0 else E
 
     def n_features(self, d: int) -> int:
-        return len(self.exponents(d))
+        # multi-indices with |a| = M over d + 1 slots (constant and x), or over the d slots of x when c = 0
+        return math.comb(self.degree + d, d) if self.c != 0.0 else math.comb(self.degree + d - 1, d - 1)
 
     def parameters(self):
         return {"c": np.asarray(self.c)}

@@ -1,5 +1,6 @@
 """Gaussian processes: the marginal likelihood in a PyMC model, prior samples, and the exact posterior."""
 
+import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -10,12 +11,12 @@ import pytensor.tensor as pt
 import scipy.linalg
 
 from bayeskern._gaussian_logp import gaussian_logp
-from bayeskern._linalg import LOG_2PI, PSD_ROUNDOFF, cho_solve, cholesky, loo_gaussian, psd_eigh, solve_lower
+from bayeskern._linalg import EPS, LOG_2PI, PSD_ROUNDOFF, cho_solve, cholesky, loo_gaussian, psd_eigh, solve_lower
 from bayeskern._marginal import MarginalGaussian
 from bayeskern._results import Posterior
 from bayeskern._validation import (
     as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, is_symbolic, numerical_failure,
-    same_columns,
+    offset_ratio, same_columns,
 )
 from bayeskern.kernels import Kernel
 
@@ -93,17 +94,46 @@ class GPPosterior(Posterior):
         return loo_gaussian(self.chol, self.targets)[2]
 
 
-def _factor(kernel: Kernel, K: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, float]:
+#: inputs farther from 0 than this many standard deviations sit "far from zero" (`offset_ratio`)
+_FAR_FROM_ZERO = 10.0
+
+
+def _offset_hint(kernel: Kernel, X: np.ndarray) -> str:
+    """Advice to centre X if it sits far from 0 for its spread and k depends on where x is, not only on x − x′.
+
+    Shift-invariance is checked on the first 20 rows: K(x) against K(x − x̄), 1e-8 relative (the
+    stationary kernels agree to round-off). Empty if there is nothing to advise.
+    """
+    ratio = offset_ratio(X)
+    if ratio <= _FAR_FROM_ZERO:
+        return ""
+    rows = X[:20]
+    K, K_centred = kernel.evaluate(rows), kernel.evaluate(rows - X.mean(axis=0))
+    if np.max(np.abs(K - K_centred)) <= 1e-8 * max(np.max(np.abs(K)), np.max(np.abs(K_centred)), 1e-300):
+        return ""
+    return (
+        f" X sits far from zero for its spread (|column mean| / std up to {ratio:.3g}) and {kernel!r} depends on "
+        "where the inputs are, not only on x − x′: K(X, X) is dominated by its value at that offset and "
+        "rounding swamps the rest. Centre X (X − X.mean(axis=0)) or standardise it; for such a kernel "
+        "this changes the prior, so choose the centre deliberately."
+    )
+
+
+def _factor(kernel: Kernel, X: np.ndarray, K: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, float]:
     """Cholesky of C = K + σ²I; if it fails, K must be PSD up to round-off before jitter is tried.
 
     A kernel that is not positive semi-definite on X (λmin(K) < −100·n·ε·λmax) gets a ValueError
-    naming it, rather than jitter or a factorisation traceback; a nearly singular PSD K gets the
-    escalating jitter with a RuntimeWarning.
+    naming it, rather than jitter or a factorisation traceback; so does a kernel whose K(X, X) is
+    spoilt by rounding because X sits far from 0 (`_offset_hint`), where jitter would only hide it.
+    A nearly singular PSD K gets the escalating jitter with a RuntimeWarning.
     """
     try:
         return scipy.linalg.cholesky(C, lower=True, check_finite=False), 0.0
     except np.linalg.LinAlgError:
         pass
+    hint = _offset_hint(kernel, X)
+    if hint:
+        raise ValueError(f"K(X, X) + sigma^2 I of the kernel {kernel!r} is not positive definite in floating point." + hint)
     lam = scipy.linalg.eigvalsh(0.5 * (K + K.T))
     roundoff = len(K) * np.finfo(float).eps * max(float(np.max(np.abs(lam))), 1e-300)  # n·ε·λmax
     if lam[0] < -PSD_ROUNDOFF * roundoff:
@@ -113,6 +143,18 @@ def _factor(kernel: Kernel, K: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, f
             "not a valid GP covariance; see bayeskern.checks.psd(kernel, X) for the spectrum"
         )
     return cholesky(C, name="K + sigma^2 I")
+
+
+def _warn_if_offset_spoils(kernel: Kernel, X: np.ndarray, K: np.ndarray, sigma: float) -> None:
+    """RuntimeWarning when K's rounding, n·ε·max|K|, is not small against σ² because X sits far from 0."""
+    rounding = len(K) * EPS * float(np.max(np.abs(K)))
+    if rounding > 1e-5 * sigma**2 and (hint := _offset_hint(kernel, X)):
+        warnings.warn(
+            f"the GP posterior may be inaccurate: K(X, X) reaches {np.max(np.abs(K)):.3g}, so its rounding "
+            f"(n·ε·max|K| = {rounding:.2g}) is not small against the noise variance σ² = {sigma**2:.3g}." + hint,
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _duplicate_rows(X: np.ndarray) -> tuple[int, int] | None:
@@ -153,7 +195,8 @@ def posterior(kernel: Kernel, X, y, sigma, Xnew=None, include_noise: bool = Fals
                 f"X has duplicate rows ({i} and {j}) and sigma=0: the noise-free posterior is singular "
                 "there; give sigma > 0 or remove the duplicates"
             )
-    L, jitter = _factor(kernel, Kx, C)
+    L, jitter = _factor(kernel, X, Kx, C)
+    _warn_if_offset_spoils(kernel, X, Kx, sigma)
     alpha = cho_solve(L, t)  # α = C⁻¹t
     Ks = kernel.evaluate(X, Xnew)  # k(xᵢ, x*) for every training xᵢ, (n, m)
     mean = Ks.T @ alpha  # m(x*) = kᵀ C⁻¹ t   (PRML 6.66)

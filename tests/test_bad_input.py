@@ -673,7 +673,7 @@ def test_evidence_approximation_on_huge_inputs_names_the_features():
 
 def test_blr_with_ill_conditioned_features_names_the_cause():
     """Polynomial(12) on x ∈ [0, 1000]: B = I + ΨᵀΨ/σ² (entries ~1e74) is not PD in float64; a LinAlgError before."""
-    with pytest.raises(ValueError, match=r"blr\.posterior: the features of X are numerically rank-deficient.*scale or center X"):
+    with pytest.raises(ValueError, match=r"features .*of X are (too ill-conditioned|numerically rank-deficient)"):
         bk.blr.posterior(bk.features.Polynomial(12), X * 1e3, Y, sigma=0.1, prior_cov=1.0)
 
 

@@ -14,14 +14,16 @@ import reference as ref
 from bayeskern import features as F
 from bayeskern import kernels as K
 
-# Tolerances. PyMC's stationary kernels form ‖a − b‖² as ‖a‖² + ‖b‖² − 2aᵀb, whose round-off is
-# about 10·ε·max‖x/ℓ‖² ≈ 1e-14 for |x| ≤ 3, ℓ ≥ 0.3; the references use direct differences.
-# RTOL/ATOL leave a margin of 100× over that.
+# Tolerances. Stationary kernels with more than 8 input columns form ‖a − b‖² in the centred Gram
+# form ‖z‖² + ‖z′‖² − 2zᵀz′ (z = (x − x₁)/ℓ), whose round-off is about 10·ε·max‖z‖² ≈ 1e-14 for
+# |x| ≤ 3, ℓ ≥ 0.3 (fewer columns use direct differences, as the references do). Composite
+# kernels and the others round at about the same level; RTOL/ATOL leave a margin of 100× over that.
 RTOL, ATOL = 1e-10, 1e-12
 
 SIGMA2 = np.array([[1.0, 0.3], [0.3, 0.5]])
 S3 = np.array([[1.0, 0.2, 0.0, 0.1], [0.2, 2.0, 0.3, 0.0], [0.0, 0.3, 1.5, 0.2], [0.1, 0.0, 0.2, 0.8]])
 CENTERS2 = np.array([[0.0, 0.0], [1.0, -1.0], [-1.0, 0.5]])
+ELL10 = np.linspace(1.5, 4.0, 10)
 
 
 def _plain_features(X):
@@ -35,6 +37,9 @@ KERNELS = [
     ("rbf", 2, K.RBF(0.7), lambda A, B, s: ref.rbf(A, B, 0.7)),
     ("rbf-bandwidth", 2, K.RBF(bandwidth=0.49), lambda A, B, s: ref.rbf(A, B, 0.7)),
     ("rbf-ard", 2, K.RBF([0.5, 2.0]), lambda A, B, s: ref.rbf(A, B, [0.5, 2.0])),
+    # more than 8 columns: the centred Gram-form path of kernels.stationary.scaled_sqdist
+    ("rbf-ard-10d", 10, K.RBF(ELL10), lambda A, B, s: ref.rbf(A, B, ELL10)),
+    ("matern32-10d", 10, K.Matern32(2.5), lambda A, B, s: ref.matern(A, B, 1.5, 2.5)),
     ("mahalanobis", 2, K.MahalanobisRBF(SIGMA2), lambda A, B, s: ref.mahalanobis_rbf(A, B, SIGMA2)),
     ("matern12", 2, K.Matern12(0.8), lambda A, B, s: ref.matern(A, B, 0.5, 0.8)),
     ("matern32", 2, K.Matern32(0.8), lambda A, B, s: ref.matern(A, B, 1.5, 0.8)),
@@ -235,6 +240,7 @@ def test_gradient_matches_finite_differences():
         (lambda: K.RBF(-1.0), "lengthscale must be positive"),
         (lambda: K.RBF([1.0, -0.5]), "lengthscale must be positive"),
         (lambda: K.RBF(np.nan), "lengthscale must be finite"),
+        (lambda: K.RBF(1e-310), "lengthscale must be at least 2.23e-308"),
         (lambda: K.RBF(bandwidth=0.0), "bandwidth must be positive"),
         (lambda: K.RBF(), "exactly one of lengthscale"),
         (lambda: K.RBF(1.0, bandwidth=1.0), "exactly one of lengthscale"),

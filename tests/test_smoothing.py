@@ -1,12 +1,16 @@
 """bayeskern.smoothing against independent references: scipy's gaussian_kde, scikit-learn's KernelRidge, numpy loops, brute-force refits."""
 
 import json
+import re
+import warnings
 
 import numpy as np
 import pytest
 import scipy.linalg
 import scipy.special
 import scipy.stats
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bayeskern as bk
 from bayeskern.smoothing import _blocks
@@ -435,3 +439,245 @@ RBF = bk.kernels.RBF(lengthscale=0.3)
 def test_bad_input_raises(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# -- hostile input (issue 17): finite and correct where the maths is, else a ValueError naming the argument --
+
+def kde_logpdf_reference(x, data, h):
+    """log f̂(x) = logsumexp(−½((x − Xᵢ)/h)²) − log n − ½ log 2π − log h, 1-D, written from the formula."""
+    with np.errstate(over="ignore"):  # (x − Xᵢ)/h = ±inf: a term exp(−inf) = 0
+        u = (np.asarray(x, dtype=float)[:, None] - data[None, :]) / h
+        return scipy.special.logsumexp(-0.5 * u**2, axis=1) - np.log(len(data)) - 0.5 * np.log(2 * np.pi) - np.log(h)
+
+
+def test_kde_logpdf_far_from_data_finite_or_raises():
+    # 1e150 from the data with h = 0.01, log f̂ ≈ −5e303 is still a float64: it must come out, to rtol 1e-12
+    # (each exponent carries a relative round-off ~1e-16; the reference takes the differences directly).
+    # At 1e200 log f̂ ≈ −5e403 has no float64 value: a ValueError naming Xnew (it used to be NaN), while
+    # pdf there is 0, which is correct
+    X = np.array([0.0, 0.5, 2.0])
+    kde = S.KDE(X, 0.01)
+    x = np.array([1e150, -1e150, 1e5])
+    np.testing.assert_allclose(kde.logpdf(x), kde_logpdf_reference(x, X, 0.01), rtol=1e-12)
+    with pytest.raises(ValueError, match="Xnew.*below the float64 range"):
+        kde.logpdf([1e200])
+    assert kde.pdf([1e200, -1e200]).tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("h", [1e-300, 5e-324, 1e300, 1.7e308])
+def test_kde_extreme_bandwidths_are_exact(h):
+    # h = 1e300 used to raise OverflowError (h²) and h = 1e-300 ZeroDivisionError (1/h²): the density is
+    # computed with h only through (x − Xᵢ)/h and log h, against the formula's logsumexp (rtol 1e-12)
+    X = np.array([0.0, 0.5, 2.0])
+    kde = S.KDE(X, h)
+    x = np.array([0.0, 0.5 + 0.7 * h]) if h < 1 else np.array([0.0, 1e300, -3e307])
+    np.testing.assert_allclose(kde.logpdf(x), kde_logpdf_reference(x, X, h), rtol=1e-12)
+    if h < 1:  # the leave-one-out log likelihood is far below the float64 range: named, not −inf
+        with pytest.raises(ValueError, match="bandwidth"):
+            kde.loo_log_likelihood()
+
+
+def test_nadaraya_watson_far_from_data_is_the_nearest_y():
+    # Gaussian NW far from the data tends to the y of the nearest point(s) (it used to give NaN from 1e155 on):
+    # exact to 1e-12 at 1e200 and 1e150; an equidistant point gets the mean of its two neighbours' y
+    X, y = np.array([0.0, 1.0, 2.0]), np.array([1.0, 2.0, 4.0])
+    res = S.nadaraya_watson(X, y, [1e200, -1e200, 1e150, -1e150, 1.0 + 1e-300], bandwidth=1e-3, loo=False)
+    np.testing.assert_allclose(res.mean, [4.0, 1.0, 4.0, 1.0, 2.0], rtol=1e-12)
+    np.testing.assert_allclose(S.nadaraya_watson(X, y, [0.5], bandwidth=1e-100).mean, [1.5], rtol=1e-12)
+    # in 2-D, far along a direction: the point furthest that way
+    X2 = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    res = S.nadaraya_watson(X2, y, [[1e300, -1e300], [-1e300, 1e300], [-1e200, -1e200]], bandwidth=1e-300, loo=False)
+    np.testing.assert_allclose(res.mean, [2.0, 4.0, 1.0], rtol=1e-12)
+
+
+def test_nadaraya_watson_far_weights_that_still_differ():
+    # X = {0, 1e−300}, h = 1e−100, x = 1e100: both exponents are ~−5e399 (far below float64), yet their
+    # difference is exactly (x₁ − x₀)(2x − x₀ − x₁)/2h² = 1, so m̂ = (y₀ + e·y₁)/(1 + e) = 1/(1 + e⁻¹).
+    # Only a log-sum-exp relative to the nearest point, free of the ‖x‖² cancellation, gets it (rtol 1e-12)
+    res = S.nadaraya_watson(np.array([0.0, 1e-300]), np.array([0.0, 1.0]), [1e100], bandwidth=1e-100, loo=False)
+    np.testing.assert_allclose(res.mean, [1 / (1 + np.exp(-1.0))], rtol=1e-12)
+    # and the same in 2-D: two points each e times heavier than the origin: (0 + e·1 + e·2)/(1 + 2e)
+    X2 = np.array([[0.0, 0.0], [1e-300, 0.0], [0.0, 1e-300]])
+    res = S.nadaraya_watson(X2, np.array([0.0, 1.0, 2.0]), [[1e100, 1e100]], bandwidth=1e-100, loo=False)
+    np.testing.assert_allclose(res.mean, [3 * np.e / (1 + 2 * np.e)], rtol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", S.SMOOTHING_KERNELS)
+def test_nadaraya_watson_extreme_bandwidths(kernel):
+    # h = 1e300: every weight is 1 to double precision, m̂ = ȳ; h = 1e−300 (and the smallest subnormal)
+    # at a point off the data: the nearest y (Gaussian) or the documented ValueError (compact window
+    # empty); both used to raise OverflowError / ZeroDivisionError. Tolerance rtol 1e-12 (a mean of 4 values)
+    X, y = np.array([0.0, 1.0, 2.0, 3.5]), np.array([1.0, -2.0, 4.0, 0.5])
+    np.testing.assert_allclose(S.nadaraya_watson(X, y, [0.3, 1e9], bandwidth=1e300).mean, np.mean(y), rtol=1e-12)
+    np.testing.assert_allclose(S.smoothing_weights(X, [0.3], 1e300, kernel), 0.25, rtol=1e-12)
+    for h in (1e-300, 5e-324):
+        if kernel == "gaussian":
+            np.testing.assert_allclose(S.nadaraya_watson(X, y, [0.3, 2.9], bandwidth=h, loo=False).mean, [1.0, 0.5], rtol=1e-12)
+        else:
+            with pytest.raises(ValueError, match="no data point within bandwidth"):
+                S.nadaraya_watson(X, y, [0.3], bandwidth=h, kernel=kernel, loo=False)
+
+
+def test_kde_loo_and_nadaraya_watson_loo_at_extreme_bandwidths():
+    # leave-one-out at h = 1e300: f̂₋ᵢ(Xᵢ) = φ_h(0) to double precision, so Σᵢ log f̂₋ᵢ = −n(½ log 2π + log h)
+    # (rtol 1e-12); NW's leave-one-out prediction is the mean of the other y, checked against the loop
+    X, y = np.array([0.0, 1.0, 2.0, 3.5]), np.array([1.0, -2.0, 4.0, 0.5])
+    np.testing.assert_allclose(S.KDE(X, 1e300).loo_log_likelihood(), -4 * (0.5 * np.log(2 * np.pi) + np.log(1e300)), rtol=1e-12)
+    loo_means = np.array([np.mean(np.delete(y, i)) for i in range(4)])
+    np.testing.assert_allclose(S.nadaraya_watson(X, y, bandwidth=1e300).loo_residuals, y - loo_means, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: S.KDE(X_OK, 0.1).sample(3, seed=-1),
+        lambda: S.KDE(X_OK, 0.1).sample(3, seed=1.5),
+        lambda: S.KDE(X_OK, 0.1).sample(3, seed="0"),
+        lambda: S.kernel_ridge(RBF, X_OK, Y_OK, lam=[0.1, 1.0], cv=3, seed=-2),
+        lambda: S.kernel_ridge(RBF, X_OK, Y_OK, lam=0.1, seed=2.5),
+        lambda: S.kde_orders(seed=[1, 2], reps=2),
+    ],
+)
+def test_bad_seed_is_a_value_error_naming_seed(call):
+    # these used to escape as TypeError / ValueError from numpy's SeedSequence without naming the argument
+    with pytest.raises(ValueError, match="seed must be None, a non-negative integer or a numpy.random.Generator"):
+        call()
+
+
+@pytest.mark.filterwarnings("ignore::bayeskern.smoothing.SmoothingWarning")
+def test_generator_seeds_are_accepted_and_used():
+    # a Generator is used as it is: its stream gives the same draws as the recipe written out here,
+    # idx ~ integers(0, n), then Xᵢ + h·z (exact equality: the same generator calls in the same order)
+    kde = S.KDE(X_OK, 0.1)
+    draws = kde.sample(4, seed=np.random.default_rng(7))
+    rng = np.random.default_rng(7)
+    idx = rng.integers(0, len(X_OK), size=4)
+    np.testing.assert_array_equal(draws, X_OK[idx][:, None] + 0.1 * rng.standard_normal((4, 1)))
+    # k-fold kernel ridge: Generator(3) draws the same partition as seed=3
+    a = S.kernel_ridge(RBF, X_OK, Y_OK, lam=[0.01, 0.1], cv=3, seed=3)
+    b = S.kernel_ridge(RBF, X_OK, Y_OK, lam=[0.01, 0.1], cv=3, seed=np.random.default_rng(3))
+    np.testing.assert_array_equal(a.cv_scores, b.cv_scores)
+
+
+@pytest.mark.parametrize(
+    "X",
+    [np.full(3, 0.1), np.full(7, 0.7), np.full(5, 123.456), np.full((6, 2), -1e100), np.array([0.1, 0.1 + 2**-56, 0.1])],
+)
+def test_constant_X_has_no_spread(X):
+    # np.var of a constant column is ~1e-17·|x| of round-off (a bandwidth of 1.7e-17 for np.full(3, 0.1)
+    # came out before): the spread test is relative to the magnitude of X (σ̂ ≤ 8ε·max|X|)
+    y = np.arange(float(len(X)))
+    with pytest.raises(ValueError, match="X has no spread"):
+        S.KDE(X)
+    with pytest.raises(ValueError, match="X has no spread"):
+        S.nadaraya_watson(X, y)
+    with pytest.raises(ValueError, match="X has no spread"):
+        S.default_bandwidth_grid(X)
+
+
+def test_small_spread_far_from_zero_still_gets_a_rule():
+    # a spread that is small against |X| (σ̂/|X| ≈ 6e−14) but not round-off: Scott's h = σ̂ n^{−1/5}, σ̂ from the
+    # offsets X − 1e10 written out. rtol 1e-12: both sides take the variance of the same exact offsets
+    # (subtracting a number within a factor 2 is exact), differing only in the order of summation
+    X = np.array([1e10, 1e10 + 1e-3, 1e10])
+    offsets = X - 1e10  # exact (Sterbenz)
+    np.testing.assert_allclose(S.KDE(X).bandwidth, np.std(offsets, ddof=1) * 3 ** (-1 / 5), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: S.KDE(X_OK + 1j), "X"),
+        (lambda: S.KDE(X_OK, 0.1).logpdf([0.5 + 0.5j]), "Xnew"),
+        (lambda: S.KDE(X_OK, 0.1 + 0j), "bandwidth"),
+        (lambda: S.KDE(X_OK, [0.1, 0.2 + 1j]), "bandwidth"),
+        (lambda: S.KDE(X_OK, "loo", bandwidth_grid=[0.1j, 0.2]), "bandwidth_grid"),
+        (lambda: S.nadaraya_watson(X_OK, Y_OK * 1j, bandwidth=0.1), "y"),
+        (lambda: S.nadaraya_watson(X_OK, Y_OK, [1j], bandwidth=0.1), "Xnew"),
+        (lambda: S.smoothing_weights(X_OK.astype(complex), [0.5], 0.1), "X"),
+        (lambda: S.kernel_ridge(RBF, X_OK, Y_OK, lam=0.1 + 0j), "lam"),
+        (lambda: S.kernel_ridge(RBF, X_OK, Y_OK + 0j, lam=0.1), "y"),
+        (lambda: S.compare_smoothers(X_OK, Y_OK, bandwidth=0.2, lengthscale=0.2 + 0j), "lengthscale"),
+        (lambda: S.kde_orders(x0=0.5 + 0j), "x0"),
+    ],
+)
+def test_complex_input_is_a_value_error(call, name):
+    # numpy would drop the imaginary part with a ComplexWarning; the smoothers refuse, naming the argument
+    with pytest.raises(ValueError, match=rf"^{name} must be real"):
+        call()
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: S.kernel_ridge(RBF, X_OK, Y_OK, lam=1e301), r"lam must be at most 1e\+300"),
+        (lambda: S.kernel_ridge(RBF, X_OK, Y_OK, lam=[0.1, 1e308]), r"lam must be at most 1e\+300"),
+        pytest.param(lambda: S.kernel_ridge(RBF, X_OK, Y_OK * 1e200), "y is too large",
+                     marks=pytest.mark.filterwarnings("ignore::bayeskern.smoothing.SmoothingWarning")),
+        (lambda: S.nadaraya_watson(X_OK, Y_OK * 1e300, bandwidth=0.1), "y is too large"),
+        (lambda: S.nadaraya_watson(np.r_[X_OK, 1e308], np.r_[Y_OK, 0.0], bandwidth=0.1), r"X has entries beyond"),
+        (lambda: S.KDE(X_OK, 0.1).logpdf([-1e308]), r"Xnew has entries beyond"),
+        (lambda: S.KDE(X_OK, 1e-310).pdf([0.0]), "bandwidth h = 1e-310 makes peaks taller"),
+        (lambda: S.KDE(X_OK, 1e308).sample(50, seed=0), "bandwidth"),
+        (lambda: S.KDE(X_OK, bandwidth=[1e-300, 1e-290]), "bandwidth: at every candidate"),
+        (lambda: S.kde_orders(hs_bias=[1e-200, 1e-190], reps=2), "hs_bias"),
+        (lambda: S.kde_orders(hs_var=[1e-200, 1e-190], reps=2, ns=[10, 20], n_fixed=10), "hs_var"),
+        (lambda: S.kde_orders(ns=[10.5, 20], reps=2), "ns must be"),
+    ],
+)
+def test_out_of_range_values_name_the_argument(call, match):
+    # where no float64 result is correct, or an intermediate would overflow, a ValueError names the
+    # argument and its usable range instead of inf, NaN or a raw OverflowError
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# the property: on random finite data every smoother either returns finite numbers or raises a ValueError
+# naming an argument; never NaN, ±inf, or another exception
+ARGUMENT = re.compile(r"\b(X|y|Xnew|bandwidth|bandwidth_grid|lam|kernel|lengthscale)\b")
+finite_coord = st.floats(-1e150, 1e150, allow_nan=False, allow_infinity=False)
+log_bandwidth = st.floats(-100.0, 100.0)
+
+
+def finite_or_named(fn):
+    """fn()'s result, or None if it raised a ValueError that names an argument (any other outcome fails)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no RuntimeWarning (overflow, invalid) may escape, but
+            warnings.simplefilter("ignore", S.SmoothingWarning)  # a grid-edge choice is legitimate here,
+            warnings.filterwarnings("ignore", "K \\+ lam I is not numerically positive definite")  # and so is reported jitter
+            return fn()
+    except ValueError as err:
+        assert ARGUMENT.search(str(err)), str(err)
+        return None
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    n=st.integers(2, 6), d=st.integers(1, 2), m=st.integers(1, 4), log_h=log_bandwidth, data=st.data(),
+)
+def test_smoothers_finite_or_named_value_error(n, d, m, log_h, data):
+    X = np.array(data.draw(st.lists(finite_coord, min_size=n * d, max_size=n * d))).reshape(n, d)
+    Xnew = np.array(data.draw(st.lists(finite_coord, min_size=m * d, max_size=m * d))).reshape(m, d)
+    y = np.array(data.draw(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=n, max_size=n)))
+    h = 10.0**log_h
+    for kernel in S.SMOOTHING_KERNELS:  # NW mean within [min y, max y] (a weighted mean of the yᵢ)
+        res = finite_or_named(lambda: S.nadaraya_watson(X, y, Xnew, bandwidth=h, kernel=kernel))
+        if res is not None:
+            assert np.all((res.mean >= y.min()) & (res.mean <= y.max())), (res.mean, y)
+            assert res.loo_score is None or res.loo_score == np.inf or np.isfinite(res.loo_score)
+        W = finite_or_named(lambda: S.smoothing_weights(X, Xnew, h, kernel))
+        if W is not None:
+            assert np.all((W >= 0) & (W <= 1)) and np.allclose(W.sum(axis=1), 1.0, rtol=1e-12)  # rows sum to 1 to round-off
+    res = finite_or_named(lambda: S.nadaraya_watson(X, y, Xnew))  # h by leave-one-out on the default grid
+    if res is not None:
+        assert np.all((res.mean >= y.min()) & (res.mean <= y.max())) and np.isfinite(res.loo_score)
+    for bandwidth in (h, None):
+        kde = finite_or_named(lambda: S.KDE(X, bandwidth))
+        if kde is None:
+            continue
+        for method in (kde.logpdf, kde.pdf, lambda Z: np.array([kde.loo_log_likelihood()])):
+            out = finite_or_named(lambda: method(Xnew))
+            assert out is None or np.all(np.isfinite(out))
+    kr = finite_or_named(lambda: S.kernel_ridge(bk.kernels.RBF(lengthscale=h), X, y, lam=h, Xnew=Xnew))
+    assert kr is None or (np.all(np.isfinite(kr.mean)) and np.isfinite(kr.rkhs_norm))

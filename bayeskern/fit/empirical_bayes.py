@@ -24,8 +24,10 @@ __all__ = ["EmpiricalBayesResult", "FitWarning", "Laplace", "Optimum", "empirica
 
 #: a coordinate is "at the edge of its support" when it has run out to |z| ≥ AT_BOUND_Z in PyMC's
 #: unconstrained space (e^±8: a factor 3000 from 1 for a log-transformed parameter) AND the objective
-#: is flat beyond it: stepping a further EDGE_STEP outwards changes it by less than EDGE_FLAT
-AT_BOUND_Z, EDGE_STEP, EDGE_FLAT = 8.0, 5.0, 1e-3
+#: rises all the way out: its gradient still points outwards, or moving it out to |z| = Z_LIMIT loses
+#: less than EDGE_FLAT. A run stopped at a cliff on its way out (beyond it K + σ²I is singular to
+#: round-off and needs jitter) is continued from EDGE_STEP further out, at most EDGE_RETRIES times
+AT_BOUND_Z, EDGE_STEP, EDGE_FLAT, EDGE_RETRIES = 8.0, 5.0, 1e-3, 3
 #: starts drawn from the priors are clipped to this box in unconstrained space
 Z_LIMIT = 40.0
 #: the largest |gradient| (in unconstrained space, over parameters not at a bound) called converged
@@ -76,7 +78,10 @@ class EmpiricalBayesResult:
     `params`: name → value on the natural scale. `log_marginal_likelihood`: log p(t | θ̂).
     `objective`: what was maximised (the LML, or LML + log prior). `converged`: |∇| ≤ GRAD_TOL at the
     optimum on every parameter not at a bound. `grad_norm`: max |∇objective| in
-    unconstrained space. `at_bound`: name → whether it ran to the edge of its support.
+    unconstrained space. `at_bound`: name → whether it ran to the edge of its support; `bound`: name →
+    that edge (its natural value in the limit, e.g. 0.0 for a scale running to 0; elements not at
+    the edge keep their value), for the parameters at it. Where on the flat way out the optimiser
+    stopped is a matter of round-off, so `params` there is only "somewhere near the edge".
     `n_evaluations`: value-and-gradient evaluations over all restarts. `jitter`: added to the diagonal
     of C when factorising at the optimum (0.0 normally). `optima`: the distinct optima, best first.
     `laplace`: the Laplace approximation at the optimum. `seconds`: wall time, `compile_seconds` of it
@@ -97,6 +102,7 @@ class EmpiricalBayesResult:
     seconds: float
     compile_seconds: float
     plug_in: PlugIn = field(repr=False)
+    bound: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The numbers as plain Python values (lists for arrays; NaN kept as float('nan'))."""
@@ -104,7 +110,8 @@ class EmpiricalBayesResult:
         return {
             "params": plain(self.params), "log_marginal_likelihood": self.log_marginal_likelihood,
             "objective": self.objective, "include_prior": self.include_prior, "converged": self.converged,
-            "grad_norm": self.grad_norm, "at_bound": dict(self.at_bound), "n_evaluations": self.n_evaluations,
+            "grad_norm": self.grad_norm, "at_bound": dict(self.at_bound), "bound": plain(self.bound),
+            "n_evaluations": self.n_evaluations,
             "jitter": self.jitter, "laplace_sd": plain(self.laplace.sd), "laplace_ok": self.laplace.ok,
             "optima": [{"params": plain(o.params), "log_marginal_likelihood": o.log_marginal_likelihood,
                         "converged": o.converged, "starts": o.starts} for o in self.optima],
@@ -234,17 +241,59 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
     )
 
 
-def _at_edge(objective: _Objective, res) -> np.ndarray:
-    """Which coordinates ran out to the edge of their support: far out in z, and flat beyond."""
-    z = res.x
-    edge = np.zeros(len(z), dtype=bool)
-    f0 = objective(z)[0]
+def _at_edge(objective: _Objective, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which coordinates ran out to the edge of their support, and which of those stopped at a cliff.
+
+    Both tests look past the point where the optimiser stopped — that point, on a flat way out, is a
+    matter of round-off — to the gradient there and to the objective at the edge of the box.
+    """
+    f0, g = objective(z)
+    edge, cliff = np.zeros(len(z), dtype=bool), np.zeros(len(z), dtype=bool)
     for i in np.flatnonzero(objective.transformed & (np.abs(z) >= AT_BOUND_Z)):
-        further = z.copy()
-        further[i] += EDGE_STEP * np.sign(z[i])
-        f1 = objective(further)[0]
-        edge[i] = bool(np.isfinite(f1) and abs(f1 - f0) < EDGE_FLAT)
-    return edge
+        outwards = np.sign(z[i])
+        if g[i] * outwards > GRAD_TOL:  # still rising outwards: stopped by a cliff (or maxiter), not a maximum
+            edge[i] = cliff[i] = True
+            continue
+        far = z.copy()
+        far[i] = outwards * max(Z_LIMIT, abs(z[i]))
+        f1 = objective(far)[0]
+        edge[i] = bool(np.isfinite(f1) and f1 >= f0 - EDGE_FLAT)  # flat or rising all the way out
+    return edge, cliff
+
+
+def _past_cliffs(objective: _Objective, res, maxiter: int):
+    """A run that stopped at a cliff on its way to an edge, continued from beyond the cliff.
+
+    Noise-free data: log p(t | θ) rises as σ → 0 until K + σ²I is singular to round-off, where the
+    jitter takes over and the objective drops onto a plateau. Whether a line search stops on the cliff
+    top or jumps onto the plateau is round-off; the edge is σ → 0 either way, and beyond the cliff
+    every run ends alike.
+    """
+    for _ in range(EDGE_RETRIES):
+        if not (np.isfinite(res.fun) and res.fun < 1e299):
+            break
+        _, cliff = _at_edge(objective, res.x)
+        if not cliff.any():
+            break
+        z = res.x.copy()
+        z[cliff] = np.clip(z[cliff] + EDGE_STEP * np.sign(z[cliff]), -Z_LIMIT, Z_LIMIT)
+        further = _maximise(objective, z, maxiter)
+        if not (np.isfinite(further.fun) and further.fun < 1e299):
+            break
+        res = further
+    return res
+
+
+def _bound(objective: _Objective, z: np.ndarray, edge: np.ndarray) -> dict:
+    """The edge each parameter at it ran to: its natural value with its edge coordinates at ±∞."""
+    if not edge.any():
+        return {}
+    limit = z.copy()
+    limit[edge] = np.sign(z[edge]) * np.inf
+    owners = objective.coordinate_owner()
+    with np.errstate(all="ignore"):
+        values = objective.params(limit)
+    return {name: v for name, v in values.items() if any(e and o == name for e, o in zip(edge, owners, strict=True))}
 
 
 def _laplace(objective: _Objective, z: np.ndarray, names: list[str], at_edge: np.ndarray) -> Laplace:
@@ -316,7 +365,7 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
 
     runs = []
     for z0 in _starts(model, objective, restarts, seed):
-        res = _maximise(objective, z0, maxiter)
+        res = _past_cliffs(objective, _maximise(objective, z0, maxiter), maxiter)
         if np.isfinite(res.fun) and res.fun < 1e299:
             runs.append(res)
     if not runs:
@@ -328,7 +377,7 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
     best = runs[0]
     z = best.x
     owners = objective.coordinate_owner()
-    edges = {id(res): _at_edge(objective, res) for res in runs}
+    edges = {id(res): _at_edge(objective, res.x)[0] for res in runs}
     at_bound_coord = edges[id(best)]
     at_bound = {name: bool(np.any(at_bound_coord[[o == name for o in owners]])) for name in dict.fromkeys(owners)}
 
@@ -375,6 +424,7 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
         seconds=time.perf_counter() - started,
         compile_seconds=compile_seconds,
         plug_in=plug_in,
+        bound=_bound(objective, z, at_bound_coord),
     )
     _warn(result)
     return result
@@ -399,7 +449,7 @@ def _warn(result: EmpiricalBayesResult) -> None:
     if bound:
         warnings.warn(
             f"parameter(s) at the edge of their support: {', '.join(bound)} "
-            f"({', '.join(f'{n}={result.params[n]:.3g}' for n in bound if np.ndim(result.params[n]) == 0)}); "
+            f"({', '.join(f'{n} → {result.bound[n]:.3g}' for n in bound if np.ndim(result.bound[n]) == 0)}); "
             "the data do not pin them down",
             FitWarning,
             stacklevel=3,

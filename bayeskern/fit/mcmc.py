@@ -9,6 +9,7 @@ import pymc as pm
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
+from bayeskern._compile import exact_arithmetic
 from bayeskern._marginal import find_marginal
 from bayeskern._validation import as_inputs, check_integer, check_model, int_seed, same_columns
 from bayeskern.fit.empirical_bayes import FitWarning
@@ -70,8 +71,9 @@ def mcmc(
     seed = int(np.random.default_rng().integers(2**31)) if seed is None else check_integer(seed, "seed", 0)
 
     # nutpie runs the chains as threads of this process; letting each LAPACK call spawn its own BLAS
-    # threads as well oversubscribes the cores (measured: sampling 3 × slower on 2 cores)
-    with threadpool_limits(1) if sampler == "nutpie" else contextlib.nullcontext():
+    # threads as well oversubscribes the cores (measured: sampling 3 × slower on 2 cores). The
+    # sampler's functions are compiled without fastmath, so the draws do not depend on the compile cache
+    with threadpool_limits(1) if sampler == "nutpie" else contextlib.nullcontext(), exact_arithmetic():
         dt = pm.sample(
             draws=draws, tune=tune, chains=chains, random_seed=seed, nuts_sampler=sampler, model=model,
             progressbar=progressbar, compute_convergence_checks=False, **sample_kwargs,

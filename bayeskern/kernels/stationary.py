@@ -3,19 +3,137 @@
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from pytensor.gradient import disconnected_grad
 
 from bayeskern._validation import check_number, is_symbolic
 from bayeskern.kernels.base import Kernel
 
-__all__ = ["RBF", "MahalanobisRBF", "Matern12", "Matern32", "Matern52", "Periodic", "RatQuad"]
+__all__ = ["RBF", "MahalanobisRBF", "Matern12", "Matern32", "Matern52", "Periodic", "RatQuad", "scaled_sqdist"]
+
+#: up to this many input columns r² is summed from direct differences, one fused pass over the (n, m)
+#: output; above it the centred Gram form (a BLAS product) is faster. RBF at n = 2000 on a loaded
+#: 2-core machine, K(X, X) / value and ∂/∂ℓ of Σ Gᵢⱼ Kᵢⱼ: d = 1, differences 37–45 / 43–46 ms against
+#: 41–86 / 113–152 ms for PyMC's ‖x‖² + ‖x′‖² − 2xᵀx′; d = 5, 96–112 / 131–177 against 148–182 /
+#: 299–359 ms; on par at d = 8; at d = 16 the Gram form is 1.3× (K) to 2× (gradient) faster.
+DIFFERENCE_COLUMNS = 8
+
+_LARGEST = np.finfo(np.float64).max  # a numpy float64: a Python float would be tried as float32 first
 
 
-class RBF(Kernel):
+def scaled_sqdist(X, Xs, lengthscale):
+    """r²ᵢⱼ = Σₖ ((xᵢₖ − x′ⱼₖ)/ℓₖ)², the squared distance in length scales, exact at any offset of X.
+
+    `X`, `Xs`: symbolic (n, d) and (m, d) inputs (Xs None means X) with d known. `lengthscale`: ℓ, a
+    scalar or one ℓₖ per column. Nothing cancels however far X sits from 0: r² is exact to rounding
+    for d ≤ `DIFFERENCE_COLUMNS`, and within ε·max‖(x − x₁)/ℓ‖² above. r² is exactly 0 where x = x′,
+    exactly symmetric for Xs = None, never NaN for finite inputs and ℓ, and +∞ only where the true
+    r² overflows (every kernel here is 0 there). The gradient is that of the formula, exactly.
+    """
+    d = X.type.shape[1]
+    ell = pt.ones((d,), dtype="float64") * lengthscale  # ℓₖ, a scalar ℓ repeated over the d columns
+    if d <= DIFFERENCE_COLUMNS:
+        return _sum_of_squares(_column_differences(X, X if Xs is None else Xs, d), ell)
+    return _sqdist_from_gram(X, Xs, ell)
+
+
+def _column_differences(X, Xs, d: int) -> list:
+    """xₖ − x′ₖ as one (n, m) matrix per column k: exact when x and x′ are within a factor 2 (Sterbenz' lemma).
+
+    Nothing cancels however far the inputs sit from 0, and no (n, m, d) array is formed.
+    """
+    return [X[:, k][:, None] - Xs[:, k][None, :] for k in range(d)]
+
+
+def _sum_of_squares(terms: list, ell):
+    """Σₖ (tₖ/ℓₖ)², dividing before squaring so that a tiny ℓ or a huge t overflows to +∞, not to NaN.
+
+    The clip at ± the largest float changes no number; it stops Numba's fastmath (reassociation) from
+    computing (t/ℓ)² as t²·ℓ⁻², which is 0·∞ = NaN at t = 0 once ℓ < 1e-154.
+    """
+    return sum(pt.square(pt.clip(t / ell[k], -_LARGEST, _LARGEST)) for k, t in enumerate(terms))
+
+
+def _sqdist_from_gram(X, Xs, ell):
+    """‖z‖² + ‖z′‖² − 2zᵀz′ with z = (x − c)/ℓ, for many columns (the cross term is one BLAS product).
+
+    Any common shift c leaves r² unchanged; c = x₁ makes x − c exact near the data (Sterbenz), so
+    the Gram form's round-off is ε·max‖z‖² for the data's spread, not for its offset from 0.
+    """
+    c = X[0]
+    Z = (X - c) / ell
+    Zs = Z if Xs is None else (Xs - c) / ell
+    # y = z/s with s = max|z| keeps ‖y‖² ≤ d from overflowing; r² = s²·r²(y) does not depend on s,
+    # so no gradient flows through s
+    s = disconnected_grad(pt.maximum(pt.maximum(pt.max(pt.abs(Z)), pt.max(pt.abs(Zs))), 1.0))
+    Y, Ys = Z / s, Zs / s
+    sq, sq_s = pt.sum(pt.square(Y), axis=1), pt.sum(pt.square(Ys), axis=1)
+    r2 = pt.clip(sq[:, None] + sq_s[None, :] - 2.0 * pt.dot(Y, Ys.T), 0.0, np.inf)  # ‖y‖² + ‖y′‖² − 2yᵀy′
+    if Xs is None:
+        # exactly symmetric (the cross term's rounding need not be), and k(x, x) needs r = 0 exactly
+        r2 = 0.5 * (r2 + r2.T) * (1.0 - pt.eye(X.shape[0], dtype="float64"))
+    return pt.switch(pt.gt(r2, 0.0), r2 * s * s, 0.0)  # r² = s²·r²(y); 0 stays 0 when s² overflows
+
+
+def _exact_sqrt(r2):
+    """r = √r², exactly 0 at r² = 0 with a finite gradient there (√ is evaluated on 1 instead of 0).
+
+    r² is capped at 1e300 (r = 1e150 length scales, where every Matérn kernel is 0 to the last bit),
+    so that r² = ∞ gives k = 0 rather than (1 + ∞)·e^(−∞) = NaN.
+    """
+    positive = pt.gt(r2, 0.0)
+    return pt.sqrt(pt.switch(positive, pt.minimum(r2, np.float64(1e300)), 1.0)) * positive
+
+
+def _check_lengthscale(lengthscale):
+    lengthscale = check_number(lengthscale, "lengthscale", positive=True)
+    if not is_symbolic(lengthscale) and np.any(lengthscale < np.finfo(np.float64).tiny):
+        # 1/ℓ would overflow: (x − x′)/ℓ is computed as (x − x′)·ℓ⁻¹ under fastmath, 0·∞ at x = x′
+        raise ValueError(f"lengthscale must be at least {np.finfo(np.float64).tiny:.3g}, the smallest normal float")
+    if (lengthscale.ndim if is_symbolic(lengthscale) else np.ndim(lengthscale)) > 1:
+        raise ValueError("lengthscale must be a scalar or a vector of one length scale per input column")
+    return lengthscale
+
+
+class _PyMCStationary(Kernel):
+    """k(r²) with r² = Σₖ ((xₖ − x′ₖ)/ℓₖ)² from `scaled_sqdist`, and k from `full_from_distance` of `pm.gp.cov`.
+
+    Only PyMC's function of the distance is used: its own distance, ‖x‖² + ‖x′‖² − 2xᵀx′, cancels
+    catastrophically far from 0 (at |x| ≈ 1e6 the RBF is off by 1e-3).
+    """
+
+    _pymc_class = None
+    _extra: tuple[str, ...] = ()
+
+    def __init__(self, lengthscale, **extra):
+        lengthscale = _check_lengthscale(lengthscale)
+        super().__init__(lengthscale=lengthscale, **{k: check_number(v, k, positive=True) for k, v in extra.items()})
+
+    def _check_input_dim(self, d: int) -> None:
+        ls = self.hyperparameters["lengthscale"]
+        if not is_symbolic(ls) and np.ndim(ls) == 1 and len(ls) != d:
+            raise ValueError(f"lengthscale has {len(ls)} ARD entries but the inputs have {d} column(s)")
+
+    def _pymc(self, d: int, p):
+        cov = type(self)._pymc_class(d, ls=p["lengthscale"], **{k: p[k] for k in self._extra})
+        cov._sqrt = _exact_sqrt  # PyMC's r = √(r² + 1e-12) puts k(x, x) 1e-6 below 1 for Matérn ½
+        return cov
+
+    def _full(self, X, Xs, p):
+        r2 = scaled_sqdist(X, Xs, p["lengthscale"])  # already in length scales: PyMC's ls is not applied again
+        return self._pymc(X.type.shape[1], p).full_from_distance(r2, squared=True)
+
+    def _diag(self, X, p):
+        return pt.ones((X.shape[0],), dtype="float64")  # k(x, x) = k(r = 0) = 1
+
+
+class RBF(_PyMCStationary):
     """k(x, x′) = exp(−‖x − x′‖² / (2ℓ²)), PyMC's `ExpQuad`.
 
     `lengthscale`: ℓ > 0; a vector of d length scales ℓⱼ gives the ARD kernel
     exp(−½ Σⱼ (xⱼ − x′ⱼ)² / ℓⱼ²). `bandwidth`: the seeds' σ² = ℓ², an alternative to `lengthscale`.
     """
+
+    _pymc_class = pm.gp.cov.ExpQuad
 
     def __init__(self, lengthscale=None, *, bandwidth=None):
         if (lengthscale is None) == (bandwidth is None):
@@ -23,30 +141,7 @@ class RBF(Kernel):
         if bandwidth is not None:
             bandwidth = check_number(bandwidth, "bandwidth", positive=True)
             lengthscale = pt.sqrt(bandwidth) if is_symbolic(bandwidth) else np.sqrt(bandwidth)
-        lengthscale = check_number(lengthscale, "lengthscale", positive=True)
-        if (lengthscale.ndim if is_symbolic(lengthscale) else np.ndim(lengthscale)) > 1:
-            raise ValueError("lengthscale must be a scalar or a vector of one length scale per input column")
-        super().__init__(lengthscale=lengthscale)
-
-    def _check_input_dim(self, d: int) -> None:
-        ls = self.hyperparameters["lengthscale"]
-        if not is_symbolic(ls) and np.ndim(ls) == 1 and len(ls) != d:
-            raise ValueError(f"lengthscale has {len(ls)} ARD entries but the inputs have {d} column(s)")
-
-    def _pymc(self, X, p):
-        return pm.gp.cov.ExpQuad(X.type.shape[1], ls=p["lengthscale"])
-
-    def _full(self, X, Xs, p):
-        cov = self._pymc(X, p)
-        if Xs is None and not isinstance(cov, pm.gp.cov.Periodic):
-            # r² = ‖x‖² + ‖x′‖² − 2xᵀx′ leaves round-off where x = x′; k(x, x) needs r = 0 exactly (√ of
-            # 1e-16 is 1e-8: Matérn ½ would give 1 − 1e-8 on the diagonal)
-            r2 = cov.square_dist(X, None) * (1.0 - pt.eye(X.shape[0], dtype="float64"))
-            return cov.full_from_distance(r2, squared=True)
-        return cov.full(X, Xs)
-
-    def _diag(self, X, p):
-        return self._pymc(X, p).diag(X)
+        super().__init__(lengthscale)
 
 
 class MahalanobisRBF(Kernel):
@@ -73,53 +168,19 @@ class MahalanobisRBF(Kernel):
             raise ValueError(f"cov is {cov.shape[0]}x{cov.shape[0]} but the inputs have {d} column(s)")
 
     def _full(self, X, Xs, p):
-        # (x − x′)ᵀ Σ⁻¹ (x − x′) = ‖L⁻¹x − L⁻¹x′‖² with Σ = L Lᵀ: whiten, then the unit ExpQuad
+        # (x − x′)ᵀ Σ⁻¹ (x − x′) = ‖z − z′‖² with z = L⁻¹(x − c), Σ = L Lᵀ; the common shift c = x₁ is
+        # taken before whitening, so that z carries the data's spread and not its offset from 0
+        d, c = X.type.shape[1], X[0]
         L = pt.linalg.cholesky(p["cov"])
-        whiten = lambda A: pt.linalg.solve_triangular(L, A.T, lower=True).T  # noqa: E731
-        Z, Zs = whiten(X), (None if Xs is None else whiten(Xs))
-        return pm.gp.cov.ExpQuad(X.type.shape[1], ls=1.0).full(Z, Zs)
+
+        def whiten(A):
+            return pt.specify_shape(pt.linalg.solve_triangular(L, (A - c).T, lower=True).T, (None, d))
+
+        r2 = scaled_sqdist(whiten(X), None if Xs is None else whiten(Xs), 1.0)
+        return pm.gp.cov.ExpQuad(d, ls=1.0).full_from_distance(r2, squared=True)  # exp(−½ r²)
 
     def _diag(self, X, p):
         return pt.ones((X.shape[0],), dtype="float64")
-
-
-def _exact_sqrt(r2):
-    """r = √r², exactly 0 at r² = 0 with a finite gradient there (√ is evaluated on 1 instead of 0)."""
-    positive = pt.gt(r2, 0.0)
-    return pt.sqrt(pt.switch(positive, r2, 1.0)) * positive
-
-
-class _PyMCStationary(Kernel):
-    """A stationary kernel of `pm.gp.cov` with a length scale ℓ (scalar, or one per input column)."""
-
-    _pymc_class = None
-    _extra: tuple[str, ...] = ()
-
-    def __init__(self, lengthscale, **extra):
-        lengthscale = check_number(lengthscale, "lengthscale", positive=True)
-        if (lengthscale.ndim if is_symbolic(lengthscale) else np.ndim(lengthscale)) > 1:
-            raise ValueError("lengthscale must be a scalar or a vector of one length scale per input column")
-        super().__init__(lengthscale=lengthscale, **{k: check_number(v, k, positive=True) for k, v in extra.items()})
-
-    _check_input_dim = RBF._check_input_dim
-
-    def _pymc(self, X, p):
-        extra = {k: p[k] for k in self._extra}
-        cov = type(self)._pymc_class(X.type.shape[1], ls=p["lengthscale"], **extra)
-        cov._sqrt = _exact_sqrt  # PyMC's r = √(r² + 1e-12) puts k(x, x) 1e-6 below 1 for Matérn ½
-        return cov
-
-    def _full(self, X, Xs, p):
-        cov = self._pymc(X, p)
-        if Xs is None and not isinstance(cov, pm.gp.cov.Periodic):
-            # r² = ‖x‖² + ‖x′‖² − 2xᵀx′ leaves round-off where x = x′; k(x, x) needs r = 0 exactly (√ of
-            # 1e-16 is 1e-8: Matérn ½ would give 1 − 1e-8 on the diagonal)
-            r2 = cov.square_dist(X, None) * (1.0 - pt.eye(X.shape[0], dtype="float64"))
-            return cov.full_from_distance(r2, squared=True)
-        return cov.full(X, Xs)
-
-    def _diag(self, X, p):
-        return self._pymc(X, p).diag(X)
 
 
 class Matern12(_PyMCStationary):
@@ -154,7 +215,8 @@ class Periodic(_PyMCStationary):
     """k(x, x′) = exp(−½ Σⱼ sin²(π(xⱼ − x′ⱼ)/T) / ℓ²), PyMC's `Periodic` (period T).
 
     PyMC's convention has ½ in the exponent where scikit-learn's `ExpSineSquared` has 2: the same
-    kernel has ℓ = ℓ_sklearn / 2.
+    kernel has ℓ = ℓ_sklearn / 2. x − x′ is reduced modulo T exactly before π·(x − x′)/T is formed,
+    so k stays right for differences of any size (k(1e200, 0) = 1 for T = 1).
     """
 
     _pymc_class = pm.gp.cov.Periodic
@@ -162,3 +224,18 @@ class Periodic(_PyMCStationary):
 
     def __init__(self, period, lengthscale):
         super().__init__(lengthscale, period=period)
+
+    def _full(self, X, Xs, p):
+        d = X.type.shape[1]
+        period = pt.ones((d,), dtype="float64") * p["period"]
+        folded = []
+        for k, diff in enumerate(_column_differences(X, X if Xs is None else Xs, d)):
+            # sin² is even and T-periodic: fold |x − x′| into [0, T/2] exactly (fmod is exact, and
+            # T − u is exact for u ≥ T/2 by Sterbenz), so that π·u/T is never formed from a huge u
+            u = pt.mod(pt.abs(diff), period[k])
+            folded.append(pt.sin(np.pi * pt.minimum(u, period[k] - u) / period[k]))
+        # r² = Σₖ sin²(π(xₖ − x′ₖ)/T) / ℓₖ², then PyMC's Periodic as a function of it: exp(−½ r²)
+        r2 = _sum_of_squares(folded, pt.ones((d,), dtype="float64") * p["lengthscale"])
+        if Xs is None:
+            r2 = 0.5 * (r2 + r2.T)  # vectorised and scalar sin may differ in the last bit: symmetric exactly
+        return self._pymc(d, p).full_from_distance(r2, squared=True)

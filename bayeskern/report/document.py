@@ -23,6 +23,11 @@ def _num(v, digits: int = 4) -> str:
     return "NaN" if np.isnan(x) else f"{x:.{digits}g}"
 
 
+def _edge(bound) -> str:
+    """θ̂ of a parameter at the edge of its support: the edge, not where round-off stopped the optimiser."""
+    return f"at the edge (→ {'∞' if bound is None else _num(bound)})"  # JSON has no ∞: jsonable wrote null
+
+
 def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
     """The report as blocks: ("h1"|"h2"|"p", text), ("list", items), ("table", header, rows), ("figure", file, caption)."""
     spec, out = a.spec, []
@@ -54,7 +59,8 @@ def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
                          f"(max |gradient| {_num(eb['grad_norm'], 2)}); {len(eb['optima'])} distinct optimum/optima from "
                          f"{eb['restarts']} starts; jitter {_num(eb['jitter'])}; {_num(eb['seconds'], 3)} s."))
         out.append(("table", ["hyperparameter", "θ̂", "Laplace sd", "at the edge of its support"],
-                    [[n, _num(v), _num(eb["laplace_sd"][n]), _num(eb["at_bound"][n])] for n, v in eb["params"].items()]))
+                    [[n, _edge(eb["bound"][n]) if np.ndim(v) == 0 and n in eb["bound"] else _num(v), _num(eb["laplace_sd"][n]),
+                      _num(eb["at_bound"][n])] for n, v in eb["params"].items()]))
 
     mc = summary["mcmc"]
     if mc is not None:

@@ -22,7 +22,8 @@ class SmootherComparison:
 
     `smoother`: the Nadaraya–Watson result; `mercer`: the kernel-ridge result (its `mean` includes the
     added-back ȳ). `rms_diff` = √mean(m̂_NW − m̂_KR)², `max_diff` = max|m̂_NW − m̂_KR| over Xnew;
-    `rel_rms_diff`, `rel_max_diff`: the same divided by `y_scale`, the sample standard deviation of y.
+    `rel_rms_diff`, `rel_max_diff`: the same divided by `y_scale`, the sample standard deviation of y
+    (for a constant y: 0 if the curves agree, else +inf).
     `smoother_loo_mse`, `mercer_loo_mse`: each one's leave-one-out mean squared error on the data.
     `lengthscale`: ℓ of the RBF used (None if a kernel was given); `lam`: the kernel-ridge λ.
     `lengthscale_grid`, `lengthscale_loo_mse`: the ℓ searched and the best leave-one-out error of each.
@@ -94,7 +95,7 @@ def compare_smoothers(X, y, Xnew=None, *, kernel="gaussian", bandwidth=None, mer
     diff = nw.mean - kr.mean
     rms, mx = float(np.sqrt(np.mean(diff**2))), float(np.max(np.abs(diff)))
     scale = float(np.std(y, ddof=1)) if len(y) > 1 else 0.0
-    scale_div = scale if scale > 0 else np.nan
+    rel_rms, rel_max = (rms / scale, mx / scale) if scale > 0 else (0.0 if rms == 0 else np.inf, 0.0 if mx == 0 else np.inf)
     return SmootherComparison(
-        nw, kr, rms, mx, rms / scale_div, mx / scale_div, scale, nw.loo_score, kr.loo_mse, ell, kr.lam, ell_grid, ell_scores
+        nw, kr, rms, mx, rel_rms, rel_max, scale, nw.loo_score, kr.loo_mse, ell, kr.lam, ell_grid, ell_scores
     )

@@ -7,8 +7,8 @@ import numpy as np
 from bayeskern._json import jsonable
 
 from bayeskern.smoothing._blocks import (
-    TINY, Distances, check_bandwidth, check_data, check_grid, kernel_block, map_row_blocks, scott_bandwidth,
-    warn_at_grid_edge,
+    Bandwidth, Distances, Query, check_bandwidth, check_data, check_grid, map_row_blocks, power_of_two, scott_bandwidth,
+    warn_at_grid_edge, weight_block,
 )
 from bayeskern.smoothing.profiles import SmoothingKernel, smoothing_kernel
 
@@ -46,33 +46,21 @@ def default_bandwidth_grid(X, num: int = 30) -> np.ndarray:
     return scott_bandwidth(check_data(X)) * np.geomspace(0.05, 5.0, num)
 
 
-def _weight_sums(dist: Distances, A: np.ndarray, Y: np.ndarray, hs, kern: SmoothingKernel, loo: bool):
-    """Σⱼ wᵢⱼ Yⱼ and Σⱼ wᵢⱼ for every bandwidth in hs, block by block over the rows of A.
+def _weight_sums(dist: Distances, q: Query, Y: np.ndarray, hs, kern: SmoothingKernel, loo: bool):
+    """Σⱼ wᵢⱼ Yⱼ and Σⱼ wᵢⱼ for every bandwidth in hs, block by block over the query rows q.
 
-    wᵢⱼ = k(‖aᵢ − xⱼ‖²/h²). With the Gaussian, a row whose weights all underflow (Σⱼ wᵢⱼ < TINY: a
-    point far from every xⱼ) is recomputed with every weight multiplied by exp(mᵢ/2h²),
-    mᵢ = minⱼ ‖aᵢ − xⱼ‖² — a factor common to the row, which cancels in the ratio — so no row is 0/0.
-    With `loo`, A = X and wᵢᵢ = 0. Returns sums (len(hs), m, k) and denominators (len(hs), m).
+    wᵢⱼ = k(‖aᵢ − xⱼ‖²/h²) up to a factor common to row i (which cancels in the ratio): with the
+    Gaussian, a row whose weights would underflow (a point far from every xⱼ) is recomputed with its
+    largest weight scaled to 1, so no row is 0/0. With `loo`, q holds X itself and wᵢᵢ = 0.
+    Returns sums (len(hs), m, k) and denominators (len(hs), m).
     """
-    m, n = len(A), len(Y)
-    A_aug = dist.augment(A)
-    Y1 = np.hstack([Y, np.ones((n, 1))])  # [Y, 1]: one product gives Σ wY and Σ w
+    m, n = len(q), len(Y)
+    V = np.hstack([Y, np.ones((n, 1))])  # [Y, 1]: one product gives Σ wY and Σ w
     sums = np.empty((len(hs), m, Y.shape[1]))
     dens = np.empty((len(hs), m))
-    gaussian = kern.name == "gaussian"
     for k, h in enumerate(hs):
-        Bs = dist.scaled(-0.5 / h**2 if gaussian else 1.0 / h**2)
-
-        def block(rows, Bs=Bs):
-            cols = np.arange(rows.start, rows.stop) if loo else None
-            S = kernel_block(A_aug[rows], Bs, kern, cols) @ Y1
-            if gaussian:
-                low = np.flatnonzero(S[:, -1] < TINY)
-                if low.size:
-                    S[low] = kernel_block(A_aug[rows][low], Bs, kern, None if cols is None else cols[low], shift=True) @ Y1
-            return S
-
-        S = np.concatenate(map_row_blocks(block, m, n))
+        bw = Bandwidth(dist, float(h), kern)
+        S = np.concatenate(map_row_blocks(lambda rows, bw=bw: weight_block(dist, q, rows, bw, V, own=loo)[0], m, n))
         sums[k], dens[k] = S[:, :-1], S[:, -1]
     return sums, dens
 
@@ -86,9 +74,11 @@ def smoothing_weights(X, Xnew, bandwidth: float, kernel="gaussian") -> np.ndarra
     X, Xnew = check_data(X, Xnew=Xnew)
     h, kern = check_bandwidth(bandwidth), smoothing_kernel(kernel)
     dist = Distances(X)
-    sums, dens = _weight_sums(dist, Xnew, np.eye(len(X)), [h], kern, loo=False)
-    _check_neighbours(dens[0], h, kern)
-    return sums[0] / dens[0][:, None]  # k(x, xₙ) = g(x − xₙ) / Σₘ g(x − xₘ)
+    q, bw = dist.query(Xnew), Bandwidth(dist, h, kern)
+    W = np.concatenate(map_row_blocks(lambda rows: weight_block(dist, q, rows, bw)[0], len(q), len(X)))
+    den = W.sum(axis=1)
+    _check_neighbours(den, h, kern)
+    return W / den[:, None]  # k(x, xₙ) = g(x − xₙ) / Σₘ g(x − xₘ)
 
 
 def _check_neighbours(den: np.ndarray, h: float, kern: SmoothingKernel) -> None:
@@ -99,6 +89,17 @@ def _check_neighbours(den: np.ndarray, h: float, kern: SmoothingKernel) -> None:
             f"{h:.4g} under the compact {kern.name} kernel, so m̂ is 0/0 there: give a larger bandwidth or use "
             "kernel='gaussian'"
         )
+
+
+def _loo_scores(dist: Distances, y_scaled: np.ndarray, hs, kern: SmoothingKernel):
+    """Leave-one-out residuals yᵢ − m̂₋ᵢ(xᵢ) (len(hs), n) and mean squared errors (len(hs),), in the units of y_scaled.
+
+    A candidate with which some xᵢ has no other point in its window (compact kernels) scores +inf.
+    """
+    sums, dens = _weight_sums(dist, dist.data_query(), y_scaled[:, None], hs, kern, loo=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        resid = y_scaled[None, :] - sums[:, :, 0] / dens  # yᵢ − m̂₋ᵢ(xᵢ) for every candidate h
+    return resid, np.where(np.all(dens > 0, axis=1), np.mean(resid**2, axis=1), np.inf)
 
 
 def nadaraya_watson(X, y, Xnew=None, bandwidth=None, kernel="gaussian", *, loo: bool = True) -> NadarayaWatsonResult:
@@ -112,11 +113,14 @@ def nadaraya_watson(X, y, Xnew=None, bandwidth=None, kernel="gaussian", *, loo: 
     fit turns into nearest-neighbour interpolation: then give a grid whose smallest h is the spacing).
     `kernel`: a name from `SMOOTHING_KERNELS` (radial: K depends on ‖u‖; the Gaussian's h is its
     standard deviation, a compact kernel's h the radius of its window). `loo`: also report the
-    leave-one-out score at a given h (an extra n × n pass; always done when h is chosen).
+    leave-one-out score at a given h (an extra n × n pass; always done when h is chosen); where some xᵢ
+    has no other point in its window (compact kernels) the score is +inf and that residual NaN.
 
-    Compact kernels: a point of Xnew with no xᵢ within distance h raises a ValueError (no silent NaN,
-    no fallback). The Gaussian never does: where all weights underflow they are recomputed relative to
-    the nearest xᵢ, so m̂ tends to that point's y far from the data.
+    Any finite h > 0 and any finite X, y, Xnew: distances are taken in centred coordinates scaled by
+    powers of two, and h enters as (2ᵏ/h)², so nothing overflows. Compact kernels: a point of Xnew with
+    no xᵢ within distance h raises a ValueError (no silent NaN, no fallback). The Gaussian never does:
+    where all weights underflow they are recomputed relative to the nearest xᵢ (log-sum-exp), so m̂
+    tends to that point's y far from the data. m̂ always lies in [min y, max y].
     Evaluated in row blocks of at most `BLOCK_BYTES` (on `THREADS` threads), so memory stays bounded
     for large n·m.
     """
@@ -124,32 +128,42 @@ def nadaraya_watson(X, y, Xnew=None, bandwidth=None, kernel="gaussian", *, loo: 
     Xnew = X if Xnew is None else check_data(X, Xnew=Xnew)[1]
     kern = smoothing_kernel(kernel)
     dist = Distances(X)
-    Y = y[:, None]
+    k = int(power_of_two(np.max(np.abs(y))))
+    y_scaled = np.ldexp(y, -k)  # y/2ᵏ, |y/2ᵏ| < 1: Σ wᵢyᵢ cannot overflow
+    grid = scores = loo_score = loo_resid = None
     if bandwidth is None or np.ndim(bandwidth) == 1:
         grid = default_bandwidth_grid(X) if bandwidth is None else check_grid(bandwidth)
         if len(X) < 2:
             raise ValueError("choosing the bandwidth by leave-one-out needs at least 2 data points")
-        sums, dens = _weight_sums(dist, X, Y, grid, kern, loo=True)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            resid = y[None, :] - sums[:, :, 0] / dens  # yᵢ − m̂₋ᵢ(xᵢ) for every candidate h
-        scores = np.where(np.all(dens > 0, axis=1), np.mean(resid**2, axis=1), np.inf)
-        if not np.any(np.isfinite(scores)):
+        resid, scaled_scores = _loo_scores(dist, y_scaled, grid, kern)
+        if not np.any(np.isfinite(scaled_scores)):
             raise ValueError(
                 f"no candidate bandwidth leaves every xᵢ a neighbour under the compact {kern.name} kernel: "
                 "give larger candidates or use kernel='gaussian'"
             )
-        best = int(np.argmin(scores))  # first minimum on ties
-        warn_at_grid_edge(grid, best, "the leave-one-out bandwidth")
-        h, loo_score, loo_resid = float(grid[best]), float(scores[best]), resid[best]
+        best = int(np.argmin(scaled_scores))  # first minimum on ties
+        warn_at_grid_edge(grid, best, "the leave-one-out bandwidth", scores=scaled_scores)
+        h, resid, scaled_score = float(grid[best]), resid[best], scaled_scores[best]
+        scores = _unscale_mse(scaled_scores, k)
     else:
-        h, grid, scores = check_bandwidth(bandwidth), None, None
-        loo_score = loo_resid = None
+        h = check_bandwidth(bandwidth)
+        resid = scaled_score = None
         if loo and len(X) > 1:
-            s, d = _weight_sums(dist, X, Y, [h], kern, loo=True)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                loo_resid = y - s[0, :, 0] / d[0]
-            loo_score = float(np.mean(loo_resid**2)) if np.all(d[0] > 0) else float("inf")
-    sums, dens = _weight_sums(dist, Xnew, Y, [h], kern, loo=False)
+            resid, scaled_score = (a[0] for a in _loo_scores(dist, y_scaled, [h], kern))
+    if resid is not None:
+        with np.errstate(over="ignore"):
+            loo_resid, loo_score = np.ldexp(resid, k), float(_unscale_mse(scaled_score, k))
+        if np.isfinite(scaled_score) and not np.isfinite(loo_score):
+            raise ValueError(f"y is too large (max |y| = {np.max(np.abs(y)):.3g}): its mean squared leave-one-out error "
+                             "overflows float64; rescale y")
+    sums, dens = _weight_sums(dist, dist.query(Xnew), y_scaled[:, None], [h], kern, loo=False)
     _check_neighbours(dens[0], h, kern)
-    mean = sums[0, :, 0] / dens[0]  # m̂(x) = Σᵢ k_h(x − xᵢ) yᵢ / Σⱼ k_h(x − xⱼ)   (seed 002, eq. 4)
+    ratio = sums[0, :, 0] / dens[0]  # m̂(x)/2ᵏ = Σᵢ k_h(x − xᵢ) yᵢ/2ᵏ / Σⱼ k_h(x − xⱼ)   (seed 002, eq. 4)
+    mean = np.clip(np.ldexp(ratio, k), y.min(), y.max())  # a weighted mean of the yᵢ: clipped against round-off
     return NadarayaWatsonResult(mean, h, kern.name, loo_score, loo_resid, grid, scores)
+
+
+def _unscale_mse(scaled, k: int):
+    """Mean squared errors of y from those of y/2ᵏ: times 4ᵏ (inf where that overflows)."""
+    with np.errstate(over="ignore"):
+        return np.ldexp(scaled, 2 * k)

@@ -7,7 +7,8 @@ import numpy as np
 from bayeskern._json import jsonable
 import scipy.stats
 
-from bayeskern._validation import check_integer, check_number
+from bayeskern._validation import check_integer, check_number, rng_from
+from bayeskern.smoothing._blocks import check_bandwidth, reject_complex
 from bayeskern.smoothing.density import KDE
 
 __all__ = ["KDEOrders", "kde_orders"]
@@ -52,15 +53,19 @@ def kde_orders(x0: float = 0.5, hs_bias=None, hs_var=None, ns=None, n_fixed: int
     Defaults choose where the asymptotic orders show: `hs_bias` = [0.05, 0.4] (6 values; the O(h⁶) term
     bends the slope by < 0.1), `hs_var` = [0.01, 0.08] (4 values; the −f(x₀)²/n part of the exact
     variance bends it by < 0.1 there), `ns` = 250..4000 (5 values; at fixed h the variance is exactly ∝ 1/n).
-    `reps`: replicate data sets per (n, h). `seed`: for the replicates.
+    `reps`: replicate data sets per (n, h). `seed`: for the replicates (None, an int ≥ 0 or a numpy Generator).
+    A ValueError names the argument where a quantity to fit is 0 or not finite (h so small or large that
+    f̂(x₀) no longer varies, or the bias underflows).
     """
+    for value, name in ((x0, "x0"), (hs_bias, "hs_bias"), (hs_var, "hs_var"), (h_fixed, "h_fixed")):
+        reject_complex(value, name)
     x0 = float(check_number(x0, "x0"))
-    hs_bias = np.geomspace(0.05, 0.4, 6) if hs_bias is None else check_number(hs_bias, "hs_bias", positive=True)
-    hs_var = np.geomspace(0.01, 0.08, 4) if hs_var is None else check_number(hs_var, "hs_var", positive=True)
-    ns = np.array([250, 500, 1000, 2000, 4000]) if ns is None else np.asarray(ns, dtype=int)
+    hs_bias = np.geomspace(0.05, 0.4, 6) if hs_bias is None else _grid(hs_bias, "hs_bias")
+    hs_var = np.geomspace(0.01, 0.08, 4) if hs_var is None else _grid(hs_var, "hs_var")
+    ns = np.array([250, 500, 1000, 2000, 4000]) if ns is None else _sizes(ns)
     n_fixed, reps = check_integer(n_fixed, "n_fixed", 2), check_integer(reps, "reps", 2)
-    h_fixed = float(check_number(h_fixed, "h_fixed", positive=True))
-    rng = np.random.default_rng(seed)
+    h_fixed = check_bandwidth(h_fixed, "h_fixed")
+    rng = rng_from(seed)
 
     def expected(h):
         return scipy.stats.norm.pdf(x0, 0.0, np.sqrt(1.0 + h**2))  # E f̂(x₀) = ∫ φ_h(x₀ − u) φ(u) du
@@ -68,15 +73,42 @@ def kde_orders(x0: float = 0.5, hs_bias=None, hs_var=None, ns=None, n_fixed: int
     def replicates(n, h):
         return np.array([KDE(rng.standard_normal(n), bandwidth=h).pdf([x0])[0] for _ in range(reps)])
 
-    def slope(x, v):
-        return float(np.polyfit(np.log(x), np.log(v), 1)[0])
-
     bias2 = (expected(hs_bias) - scipy.stats.norm.pdf(x0)) ** 2  # bias² = (E f̂(x₀) − f(x₀))² ≈ C h⁴
+    bias2_slope = _slope(hs_bias, bias2, "hs_bias", x0)
     sims = [replicates(n_fixed, h) for h in hs_var]
     var_h = np.array([f.var(ddof=1) for f in sims])  # Var f̂(x₀) ≈ f(x₀) ∫K² / (n h)
+    var_h_slope = _slope(hs_var, var_h, "hs_var", x0)
     z = np.array([(f.mean() - expected(h)) / (f.std(ddof=1) / np.sqrt(reps)) for f, h in zip(sims, hs_var, strict=True)])
     var_n = np.array([replicates(int(n), h_fixed).var(ddof=1) for n in ns])
+    var_n_slope = _slope(ns, var_n, "ns (with h_fixed)", x0)
     return KDEOrders(
-        x0, hs_bias, bias2, slope(hs_bias, bias2), hs_var, var_h, slope(hs_var, var_h), z, ns, var_n, slope(ns, var_n),
+        x0, hs_bias, bias2, bias2_slope, hs_var, var_h, var_h_slope, z, ns, var_n, var_n_slope,
         n_fixed, h_fixed, reps,
     )
+
+
+def _grid(values, name: str) -> np.ndarray:
+    """At least two positive finite values, 1-D."""
+    a = check_number(values, name, positive=True)
+    if a.ndim != 1 or a.size < 2:
+        raise ValueError(f"{name} must be a 1-D array of at least 2 positive values (a slope is fitted), got shape {a.shape}")
+    return a
+
+
+def _sizes(ns) -> np.ndarray:
+    """At least two sample sizes, each an integer ≥ 2."""
+    a = np.asarray(ns)
+    if a.ndim != 1 or a.size < 2 or a.dtype.kind not in "iu" or np.any(a < 2):
+        raise ValueError(f"ns must be a 1-D array of at least 2 integer sample sizes ≥ 2, got {ns!r}")
+    return a.astype(np.int64)
+
+
+def _slope(x: np.ndarray, v: np.ndarray, name: str, x0: float) -> float:
+    """The least-squares slope of log v against log x; a ValueError naming `name` where some v is 0 or not finite."""
+    bad = ~(np.isfinite(v) & (v > 0))
+    if bad.any():
+        raise ValueError(
+            f"{name}: at {x[np.flatnonzero(bad)[0]]:.3g} the quantity whose log–log slope is fitted is {v[bad][0]:.3g} "
+            f"(it must be positive and finite; x0 = {x0:.3g}): choose values where the KDE at x0 varies"
+        )
+    return float(np.polyfit(np.log(x), np.log(v), 1)[0])

@@ -8,11 +8,14 @@ from bayeskern._json import jsonable
 import scipy.linalg
 
 from bayeskern._linalg import cho_solve, cholesky, psd_eigh
-from bayeskern._validation import check_integer, check_number
+from bayeskern._validation import check_integer, check_number, check_seed, rng_from
 from bayeskern.kernels import Kernel
-from bayeskern.smoothing._blocks import check_data, row_blocks, warn_at_grid_edge
+from bayeskern.smoothing._blocks import check_data, power_of_two, reject_complex, row_blocks, warn_at_grid_edge
 
-__all__ = ["KernelRidgeResult", "default_lam_grid", "kernel_ridge"]
+__all__ = ["LAM_MAX", "KernelRidgeResult", "default_lam_grid", "kernel_ridge"]
+
+#: the largest λ accepted: the solves divide by Λₖ + λ, and beyond this (𝕂 + λI)⁻¹ reaches the subnormal range
+LAM_MAX = 1e300
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def _loo_residuals_cholesky(L: np.ndarray, alpha: np.ndarray) -> np.ndarray:
 def _kfold_scores(K: np.ndarray, y: np.ndarray, lam_grid: np.ndarray, k: int, seed) -> np.ndarray:
     """Mean squared validation error over k folds (a random partition from `seed`) for every λ."""
     n = len(y)
-    folds = np.array_split(np.random.default_rng(seed).permutation(n), k)
+    folds = np.array_split(rng_from(seed).permutation(n), k)
     sse = np.zeros(len(lam_grid))
     for test in folds:
         train = np.setdiff1d(np.arange(n), test)
@@ -86,7 +89,8 @@ def _kfold_scores(K: np.ndarray, y: np.ndarray, lam_grid: np.ndarray, k: int, se
         with np.errstate(divide="ignore", invalid="ignore"):
             alpha = Q @ ((Q.T @ y[train])[:, None] / (eig[:, None] + lam_grid[None, :]))
         pred = K[np.ix_(test, train)] @ alpha  # m̂₋fold(x) = Σᵢ αᵢ K(Xᵢ, x)
-        sse += np.sum((y[test, None] - pred) ** 2, axis=0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            sse += np.sum((y[test, None] - pred) ** 2, axis=0)
     return sse / n
 
 
@@ -103,11 +107,11 @@ def kernel_ridge(kernel: Kernel, X, y, lam=None, Xnew=None, *, cv="loo", seed=0,
 
     `kernel`: a Mercer kernel K from `bayeskern.kernels` (e.g. `RBF(lengthscale=h)`), evaluated by its
     `evaluate`. `X`: inputs Xᵢ (n, d); `y`: targets Yᵢ (n,); `Xnew`: where to evaluate m̂ (m, d).
-    `lam`: λ ≥ 0 fixed; None or an array of candidates chooses λ (None: `default_lam_grid`).
+    `lam`: λ fixed, 0 ≤ λ ≤ `LAM_MAX` (1e300); None or an array of candidates chooses λ (None: `default_lam_grid`).
     `cv`: how λ is chosen — "loo" (default): the closed-form leave-one-out residuals
     eᵢ = (yᵢ − ŷᵢ)/(1 − Hᵢᵢ), H = 𝕂(𝕂 + λI)⁻¹, over the whole grid from one eigendecomposition 𝕂 = QΛQᵀ
     (O(n³) once, then O(n²) per λ); an integer k ≥ 2: k-fold cross-validation on a partition drawn
-    with `seed`. The smallest mean squared error wins (a SmoothingWarning if it is at the grid's edge).
+    with `seed` (None, an int ≥ 0 or a numpy Generator). The smallest mean squared error wins (a SmoothingWarning if it is at the grid's edge).
     No intercept: m̂ is shrunk towards 0 (centre y first if that is not wanted), as in scikit-learn's
     `KernelRidge` (whose `alpha` is our λ). With λ fixed, α comes from a Cholesky factor of 𝕂 + λI
     (jitter only if it fails, reported); `loo=False` then skips the leave-one-out residuals (an
@@ -119,45 +123,76 @@ def kernel_ridge(kernel: Kernel, X, y, lam=None, Xnew=None, *, cv="loo", seed=0,
     Xnew = None if Xnew is None else check_data(X, Xnew=Xnew)[1]
     if not (cv == "loo" or (not isinstance(cv, bool) and isinstance(cv, int | np.integer))):
         raise ValueError(f"cv must be 'loo' or an integer number of folds k ≥ 2, got {cv!r}")
+    seed = check_seed(seed)
     K = kernel.evaluate(X)  # 𝕂ⱼₖ = K(Xⱼ, Xₖ)
+    if not np.all(np.isfinite(K)):
+        raise ValueError("kernel gives non-finite values K(X, X) on this X: check its hyperparameters against the scale of X")
+    k = int(power_of_two(np.max(np.abs(y))))
+    y_scaled = np.ldexp(y, -k)  # y/2ᵏ, |y/2ᵏ| < 1: everything is linear in y, so it is solved for y/2ᵏ and scaled back
+    grid, lam_value = _check_lam(lam, K)
+    scores = None
+    if grid is not None:
+        best, scores, fit = _choose_lam(K, y_scaled, grid, cv, seed)
+        warn_at_grid_edge(grid, best, "the cross-validated λ =", scores=scores)
+        lam_value = float(grid[best])
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if grid is not None and cv == "loo":
+            alpha, loo_resid, jitter = fit[0][:, best], fit[1][:, best], 0.0  # already exact at λ, from 𝕂 = QΛQᵀ
+        else:
+            # α = (𝕂 + λI)⁻¹Y by Cholesky; the LOO residuals eᵢ = αᵢ / [(𝕂 + λI)⁻¹]ᵢᵢ from the same factor
+            L, jitter = cholesky(K + lam_value * np.eye(len(y)), name="K + lam I")
+            alpha = cho_solve(L, y_scaled)
+            loo_resid = _loo_residuals_cholesky(L, alpha) if loo and len(y) > 1 else None
+        fitted = K @ alpha  # ŷ = 𝕂α
+        norm2 = max(float(alpha @ fitted), 0.0)  # ‖m̂‖²_H = αᵀ𝕂α
+        mean = fitted if Xnew is None else _predict(kernel, X, Xnew, alpha)
+        loo_mse = None if loo_resid is None else float(np.mean(loo_resid**2))
+        if not (np.all(np.isfinite(mean)) and np.isfinite(norm2) and (loo_mse is None or np.isfinite(loo_mse))):
+            raise ValueError(f"the fit overflows float64 at lam = {lam_value:.3g}: give a larger lam")
+        # back to the units of y: α, ŷ, m̂, e times 2ᵏ; squared errors and ‖m̂‖²_H times 4ᵏ
+        alpha, fitted, mean = np.ldexp(alpha, k), np.ldexp(fitted, k), np.ldexp(mean, k)
+        loo_resid = None if loo_resid is None else np.ldexp(loo_resid, k)
+        norm2, loo_mse = (None if v is None else float(np.ldexp(v, 2 * k)) for v in (norm2, loo_mse))
+        unscaled = None if scores is None else np.ldexp(scores, 2 * k)
+    if not (np.all(np.isfinite(mean)) and np.isfinite(norm2) and (loo_mse is None or np.isfinite(loo_mse))
+            and (scores is None or np.all(np.isfinite(unscaled) | ~np.isfinite(scores)))):
+        raise ValueError(f"y is too large (max |y| = {np.max(np.abs(y)):.3g}): the fit's squares overflow float64; rescale y")
+    cv_used = None if grid is None else (cv if cv == "loo" else int(cv))
+    return KernelRidgeResult(
+        alpha, mean, fitted, lam_value, loo_mse, loo_resid, float(np.sqrt(norm2)), norm2, cv_used, grid, unscaled, float(jitter),
+    )
+
+
+def _choose_lam(K: np.ndarray, y: np.ndarray, grid: np.ndarray, cv, seed):
+    """(best index, validation scores, (α, e) per λ for "loo" else None) over the λ grid, the smallest score winning."""
     n = len(y)
-    grid = scores = None
-    if lam is None or np.ndim(lam) == 1:
-        grid = default_lam_grid(K) if lam is None else check_number(lam, "lam", nonnegative=True)
-        if grid.ndim != 1 or grid.size == 0:
-            raise ValueError(f"lam must be a number ≥ 0 or a 1-D grid of candidates, got {lam!r}")
+    fit = None
+    with np.errstate(over="ignore", invalid="ignore"):
         if cv == "loo":
             if n < 2:
                 raise ValueError("leave-one-out needs at least 2 data points")
             eig, Q = psd_eigh(K, "the kernel matrix K(X, X)")
-            alphas, resid = _loo_scores_eigen(grid, eig, Q, y)
-            scores = np.mean(resid**2, axis=0)
+            fit = _loo_scores_eigen(grid, eig, Q, y)
+            scores = np.mean(fit[1] ** 2, axis=0)
         else:
             k = check_integer(cv, "cv", 2)
             if k > n:
                 raise ValueError(f"cv = {k} folds but there are only {n} data points")
             scores = _kfold_scores(K, y, grid, k, seed)
-        scores = np.where(np.isfinite(scores), scores, np.inf)
-        best = int(np.argmin(scores))
-        warn_at_grid_edge(grid, best, "the cross-validated λ =")
-        lam_value = float(grid[best])
-    else:
-        lam_array = check_number(lam, "lam", nonnegative=True)
-        if lam_array.ndim != 0:
-            raise ValueError(f"lam must be a number ≥ 0 or a 1-D grid of candidates, got shape {lam_array.shape}")
-        lam_value = float(lam_array)
-    if grid is not None and cv == "loo":
-        alpha, loo_resid, jitter = alphas[:, best], resid[:, best], 0.0  # already exact at λ, from 𝕂 = QΛQᵀ
-    else:
-        # α = (𝕂 + λI)⁻¹Y by Cholesky; the LOO residuals eᵢ = αᵢ / [(𝕂 + λI)⁻¹]ᵢᵢ from the same factor
-        L, jitter = cholesky(K + lam_value * np.eye(n), name="K + lam I")
-        alpha = cho_solve(L, y)
-        loo_resid = _loo_residuals_cholesky(L, alpha) if loo and n > 1 else None
-    fitted = K @ alpha  # ŷ = 𝕂α
-    norm2 = max(float(alpha @ fitted), 0.0)  # ‖m̂‖²_H = αᵀ𝕂α
-    mean = fitted if Xnew is None else _predict(kernel, X, Xnew, alpha)
-    cv_used = None if grid is None else (cv if cv == "loo" else int(cv))
-    return KernelRidgeResult(
-        alpha, mean, fitted, lam_value, None if loo_resid is None else float(np.mean(loo_resid**2)), loo_resid, float(np.sqrt(norm2)), norm2,
-        cv_used, grid, scores, float(jitter),
-    )
+    scores = np.where(np.isfinite(scores), scores, np.inf)
+    if not np.any(np.isfinite(scores)):
+        raise ValueError("no candidate lam gives a finite validation error: give other candidates")
+    return int(np.argmin(scores)), scores, fit
+
+
+def _check_lam(lam, K: np.ndarray):
+    """(grid, None) for candidates (None: `default_lam_grid`), or (None, λ) for one value; each in [0, LAM_MAX]."""
+    if lam is None:
+        return default_lam_grid(K), None
+    reject_complex(lam, "lam")
+    a = check_number(lam, "lam", nonnegative=True)
+    if a.ndim > 1 or a.size == 0:
+        raise ValueError(f"lam must be a number ≥ 0 or a 1-D grid of candidates, got shape {a.shape}")
+    if np.any(a > LAM_MAX):
+        raise ValueError(f"lam must be at most {LAM_MAX:.0e} (the solves divide by K's eigenvalues + lam), got {lam!r}")
+    return (a, None) if a.ndim == 1 else (None, float(a))
