@@ -8,7 +8,7 @@ from pytensor.graph.basic import Variable
 
 __all__ = [
     "NonFiniteError", "as_array", "as_inputs", "as_targets", "check_finite_result", "check_integer", "check_kernel", "check_model",
-    "check_name", "check_number", "check_prior_cov", "check_probability", "check_seed", "check_sigma", "check_squarable", "int_seed", "is_symbolic",
+    "check_name", "check_number", "check_prior_cov", "check_probability", "check_seed", "check_sigma", "check_squarable", "check_weight_precision", "int_seed", "is_symbolic",
     "numerical_failure", "offset_ratio", "rng_from", "same_columns",
 ]
 
@@ -200,6 +200,24 @@ def check_sigma(sigma, *, allow_zero: bool, name: str = "sigma"):
     if (sigma.ndim if is_symbolic(sigma) else np.ndim(sigma)) != 0:
         raise ValueError(f"{name} must be a scalar: the standard deviation of the observation noise")
     return check_squarable(sigma, name)
+
+
+def check_weight_precision(Phi: np.ndarray, S: np.ndarray, sigma: float) -> None:
+    """ΨᵀΨ/σ² (Ψ = Φ·chol(Σ), the data's precision on the whitened weights) must be representable in float64.
+
+    ‖Φ‖²_F · λmax(Σ) / σ² bounds its largest eigenvalue (λmax(Σ) ≤ max Σ for a scalar or diagonal Σ,
+    ≤ tr Σ for a matrix); a bound that overflows means a σ too small, or features or a prior_cov too
+    large, for the weight-space factorisation B = I + ΨᵀΨ/σ².
+    """
+    S = np.asarray(S)
+    largest = float(np.max(S)) if S.ndim < 2 else float(np.trace(S))
+    with np.errstate(over="ignore"):
+        bound = float(np.sum(Phi * Phi)) * largest / sigma**2
+    if not np.isfinite(bound):
+        raise ValueError(
+            f"sigma = {sigma:.3g} is too small for these features and prior_cov: ΨᵀΨ/sigma² (Ψ = Φ·chol(prior_cov)) "
+            "overflows float64; give a larger sigma, or scale X or prior_cov down"
+        )
 
 
 def check_kernel(kernel, name: str = "kernel"):

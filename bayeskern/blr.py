@@ -17,7 +17,8 @@ from bayeskern._linalg import LOG_2PI, _factor, cho_solve, solve_lower
 from bayeskern._marginal import MarginalGaussian
 from bayeskern._results import Posterior
 from bayeskern._validation import (
-    as_inputs, as_targets, check_name, check_prior_cov, check_sigma, is_symbolic, numerical_failure, offset_ratio, same_columns,
+    as_inputs, as_targets, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure,
+    offset_ratio, same_columns,
 )
 from bayeskern.features import design_matrix
 
@@ -178,6 +179,7 @@ def posterior(features, X, y, sigma, prior_cov, Xnew=None, include_noise: bool =
     S = check_prior_cov(prior_cov, M)
     if is_symbolic(S):
         raise ValueError("prior_cov must be numeric here; random variables belong in likelihood()")
+    check_weight_precision(Phi, S, sigma)
 
     L = _prior_factor(S, M, np)  # Σ = L Lᵀ
     Psi = Phi @ L  # Ψ = Φ L

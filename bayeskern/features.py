@@ -150,6 +150,10 @@ class GaussianBasis(FeatureMap):
         self.width = check_number(width, "width", positive=True)
         if np.ndim(self.width) > 1:
             raise ValueError(f"width must be a scalar or one width per input column, got shape {np.shape(self.width)}")
+        try:
+            _rbf(self.width)  # the RBF's own checks on its length scale ℓ = s
+        except ValueError as err:
+            raise ValueError(f"width, the length scale of the Gaussian basis: {err}") from None
         self.bias = _check_bias(bias)
 
     def n_features(self, d: int) -> int:
