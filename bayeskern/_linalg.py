@@ -96,13 +96,25 @@ def loo_gaussian(L: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return mean, var, log_density
 
 
-def psd_eigh(A: np.ndarray, name: str = "matrix") -> tuple[np.ndarray, np.ndarray]:
+def psd_eigh(A: np.ndarray, name: str = "matrix", scale: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues (ascending, round-off negatives clipped to 0) and eigenvectors of a PSD matrix A.
 
-    A ValueError if an eigenvalue is below −100·n·ε·λmax (the round-off scale): A is not PSD.
+    A ValueError if an eigenvalue is below −c·n·ε·s (c = PSD_ROUNDOFF, the round-off scale): A is not
+    PSD. s is the magnitude of the numbers A was computed from: max|λ| by default, or `scale` when A is
+    a difference of larger terms — a posterior covariance K** − kᵀC⁻¹k is exact only to ε·max k(x, x),
+    so when the data pin f down all its eigenvalues are round-off around 0, of either sign.
     """
-    lam, U = scipy.linalg.eigh(A)
-    floor = PSD_ROUNDOFF * A.shape[0] * np.finfo(float).eps * max(abs(lam[-1]), 1e-300)  # round-off scale n·ε·λmax
+    A = np.asarray(A, dtype=np.float64)
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    try:
+        lam, U = scipy.linalg.eigh(A, check_finite=False)
+    except np.linalg.LinAlgError as err:
+        raise ValueError(f"{name}: the eigendecomposition did not converge ({err})") from None
+    magnitude = max(float(np.max(np.abs(lam), initial=0.0)), 0.0 if scale is None else abs(float(scale)))
+    floor = PSD_ROUNDOFF * A.shape[0] * EPS * max(magnitude, 1e-300)  # round-off scale c·n·ε·s
     if lam[0] < -floor:
-        raise ValueError(f"{name} is not positive semi-definite: smallest eigenvalue {lam[0]:.3g}")
+        raise ValueError(
+            f"{name} is not positive semi-definite: smallest eigenvalue {lam[0]:.3g}, below the round-off scale {floor:.3g}"
+        )
     return np.clip(lam, 0.0, None), U

@@ -1,12 +1,19 @@
 """Input checks shared by every public function: clear ValueErrors that name the argument."""
 
+import dataclasses
+import functools
+
 import numpy as np
 from pytensor.graph.basic import Variable
 
 __all__ = [
-    "as_inputs", "as_targets", "check_integer", "check_number", "check_prior_cov", "check_seed", "check_sigma", "int_seed",
-    "is_symbolic", "offset_ratio", "rng_from", "same_columns",
+    "NonFiniteError", "as_array", "as_inputs", "as_targets", "check_finite_result", "check_integer", "check_kernel", "check_model",
+    "check_name", "check_number", "check_prior_cov", "check_probability", "check_seed", "check_sigma", "check_squarable", "check_weight_precision", "int_seed", "is_symbolic",
+    "numerical_failure", "offset_ratio", "rng_from", "same_columns",
 ]
+
+#: dtype kinds numpy converts to float64 without losing anything but precision: bool, ints, floats
+_REAL_KINDS = "biuf"
 
 
 def is_symbolic(value) -> bool:
@@ -14,14 +21,42 @@ def is_symbolic(value) -> bool:
     return isinstance(value, Variable)
 
 
+def as_array(value, name: str) -> np.ndarray:
+    """`value` as a float64 numpy array, in one pass; anything that is not real numbers gets a ValueError naming `name`.
+
+    Refused: complex values (numpy would drop the imaginary part with only a ComplexWarning), text,
+    ragged nesting, objects that are not numbers, and Python ints too large for float64. Values
+    beyond float64's range (a longdouble 1e400) become ±inf here: callers check finiteness.
+    """
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError, OverflowError) as err:  # ragged lists, objects refusing conversion
+        raise ValueError(f"{name} must be a real numeric array: {err}") from None
+    if a.dtype.kind == "c" or (a.dtype.kind == "O" and any(isinstance(v, complex | np.complexfloating) for v in a.flat)):
+        raise ValueError(f"{name} must be real, got complex values (dtype {a.dtype}): pass .real explicitly if that is meant")
+    if a.dtype.kind not in _REAL_KINDS + "O":
+        raise ValueError(f"{name} must be a real numeric array, got {type(value).__name__} of dtype {a.dtype}")
+    try:
+        with np.errstate(over="ignore"):  # a longdouble beyond float64 becomes inf, refused by the finiteness checks
+            return a.astype(np.float64, copy=False)
+    except (TypeError, ValueError, OverflowError) as err:
+        raise ValueError(f"{name} must be a real numeric array, got {_brief(value)}: {err}") from None
+
+
+def _brief(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _data_array(value, name: str) -> np.ndarray:
+    if is_symbolic(value):
+        raise ValueError(f"{name} must be numeric data (a numpy array), not a PyTensor variable")
+    return as_array(value, name)
+
+
 def as_inputs(X, name: str = "X") -> np.ndarray:
     """Inputs as a float64 (n, d) array; a 1-D array means d = 1."""
-    if is_symbolic(X):
-        raise ValueError(f"{name} must be numeric data (a numpy array), not a PyTensor variable")
-    try:
-        A = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a numeric array: {err}") from None
+    A = _data_array(X, name)
     if A.ndim == 1:
         A = A[:, None]
     if A.ndim != 2:
@@ -37,12 +72,7 @@ def as_inputs(X, name: str = "X") -> np.ndarray:
 
 def as_targets(y, n: int, name: str = "y") -> np.ndarray:
     """Targets as a float64 (n,) array matching n input rows."""
-    if is_symbolic(y):
-        raise ValueError(f"{name} must be numeric data (a numpy array), not a PyTensor variable")
-    try:
-        t = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a numeric array: {err}") from None
+    t = _data_array(y, name)
     if t.ndim == 2 and 1 in t.shape:
         t = t.ravel()
     if t.ndim != 1:
@@ -77,30 +107,59 @@ def same_columns(A: np.ndarray, B: np.ndarray, name_a: str = "X", name_b: str = 
 def check_integer(value, name: str, minimum: int) -> int:
     """An integer setting (a degree, a count) that must be at least `minimum`."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
+        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {_brief(value)}")
     return int(value)
 
 
-def check_number(value, name: str, *, positive: bool = False, nonnegative: bool = False):
-    """Check a numeric hyperparameter (scalar or array); symbolic values pass unchecked.
+def check_number(value, name: str, *, positive: bool = False, nonnegative: bool = False, scalar: bool = False):
+    """Check a numeric hyperparameter (scalar or array; one number with `scalar`); symbolic values pass with their rank checked.
 
     Returns the value unchanged if symbolic, else as a float64 numpy array.
     """
     if is_symbolic(value):
+        if scalar and value.ndim != 0:
+            raise ValueError(f"{name} must be a scalar, got a {value.ndim}-D random variable")
         return value
-    try:
-        a = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, an array or a PyMC random variable, got {value!r}") from None
+    if isinstance(value, str):
+        raise ValueError(f"{name} must be a number, an array or a PyMC random variable, got the string {value!r}")
+    a = as_array(value, name)
     if a.size == 0:
         raise ValueError(f"{name} is empty")
+    if scalar and a.ndim != 0:
+        raise ValueError(f"{name} must be a scalar (one number), got shape {a.shape}")
     if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise ValueError(f"{name} must be finite, got {_brief(value)}")
     if positive and not np.all(a > 0):
-        raise ValueError(f"{name} must be positive, got {value!r}")
+        raise ValueError(f"{name} must be positive, got {_brief(value)}")
     if nonnegative and not np.all(a >= 0):
-        raise ValueError(f"{name} must be non-negative, got {value!r}")
+        raise ValueError(f"{name} must be non-negative, got {_brief(value)}")
     return a
+
+
+def check_probability(value, name: str = "prob") -> float:
+    """A probability strictly between 0 and 1 (a credible mass)."""
+    p = float(check_number(value, name, scalar=True))
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"{name} must be a number in (0, 1), got {_brief(value)}")
+    return p
+
+
+def check_squarable(value, name: str):
+    """A scale s whose square enters the maths (σ² of a noise, a variance): s² must be finite, and > 0 unless s = 0.
+
+    σ = 1e200 squares to inf and σ = 1e-200 to 0 in float64; both get a ValueError naming `name`.
+    Symbolic values pass.
+    """
+    if is_symbolic(value):
+        return value
+    a = np.asarray(value, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        square = a * a
+    if not np.all(np.isfinite(square)):
+        raise ValueError(f"{name} = {np.max(np.abs(a)):.3g} is too large: {name}² overflows float64 (|{name}| must be below 1e154)")
+    if np.any((square == 0) & (a != 0)):
+        raise ValueError(f"{name} = {np.min(np.abs(a[a != 0])):.3g} is too small: {name}² underflows to 0 in float64 (|{name}| must be above 1e-154, or exactly 0 where 0 is allowed)")
+    return value
 
 
 def check_prior_cov(S, M: int | None = None, name: str = "prior_cov"):
@@ -118,7 +177,7 @@ def check_prior_cov(S, M: int | None = None, name: str = "prior_cov"):
     A = check_number(S, name)
     if A.ndim == 0 or A.ndim == 1:
         if not np.all(A > 0):
-            raise ValueError(f"{name} must be positive (it is a variance), got {S!r}")
+            raise ValueError(f"{name} must be positive (it is a variance), got {_brief(S)}")
     elif A.ndim == 2:
         if A.shape[0] != A.shape[1]:
             raise ValueError(f"{name} must be a square matrix, got shape {A.shape}")
@@ -135,12 +194,60 @@ def check_prior_cov(S, M: int | None = None, name: str = "prior_cov"):
     return A
 
 
-def check_sigma(sigma, *, allow_zero: bool):
-    """σ, the noise standard deviation: a scalar > 0 (≥ 0 with `allow_zero`), or a random variable."""
-    sigma = check_number(sigma, "sigma", nonnegative=allow_zero, positive=not allow_zero)
+def check_sigma(sigma, *, allow_zero: bool, name: str = "sigma"):
+    """σ, the noise standard deviation: a scalar > 0 (≥ 0 with `allow_zero`) with σ² finite, or a random variable."""
+    sigma = check_number(sigma, name, nonnegative=allow_zero, positive=not allow_zero)
     if (sigma.ndim if is_symbolic(sigma) else np.ndim(sigma)) != 0:
-        raise ValueError("sigma must be a scalar: the standard deviation of the observation noise")
-    return sigma
+        raise ValueError(f"{name} must be a scalar: the standard deviation of the observation noise")
+    return check_squarable(sigma, name)
+
+
+def check_weight_precision(Phi: np.ndarray, S: np.ndarray, sigma: float) -> None:
+    """ΨᵀΨ/σ² (Ψ = Φ·chol(Σ), the data's precision on the whitened weights) must be representable in float64.
+
+    ‖Φ‖²_F · λmax(Σ) / σ² bounds its largest eigenvalue (λmax(Σ) ≤ max Σ for a scalar or diagonal Σ,
+    ≤ tr Σ for a matrix); a bound that overflows means a σ too small, or features or a prior_cov too
+    large, for the weight-space factorisation B = I + ΨᵀΨ/σ².
+    """
+    S = np.asarray(S)
+    largest = float(np.max(S)) if S.ndim < 2 else float(np.trace(S))
+    with np.errstate(over="ignore"):
+        bound = float(np.sum(Phi * Phi)) * largest / sigma**2
+    if not np.isfinite(bound):
+        raise ValueError(
+            f"sigma = {sigma:.3g} is too small for these features and prior_cov: ΨᵀΨ/sigma² (Ψ = Φ·chol(prior_cov)) "
+            "overflows float64; give a larger sigma, or scale X or prior_cov down"
+        )
+
+
+def check_kernel(kernel, name: str = "kernel"):
+    """A bayeskern kernel (an instance of `bayeskern.kernels.Kernel`)."""
+    from bayeskern.kernels.base import Kernel  # kernels import this module
+
+    if not isinstance(kernel, Kernel):
+        raise ValueError(f"{name} must be a bayeskern.kernels kernel, got {type(kernel).__name__}")
+    return kernel
+
+
+def check_model(model, name: str = "model"):
+    """A PyMC model, or the one of the enclosing `with pm.Model():` block when `model` is None."""
+    import pymc as pm
+
+    if model is None:
+        try:
+            return pm.modelcontext(None)
+        except TypeError:  # PyMC's "No model on context stack"
+            raise ValueError(f"{name} is None and there is no PyMC model on the context stack: pass {name}= or call inside `with model:`") from None
+    if not isinstance(model, pm.Model):
+        raise ValueError(f"{name} must be a PyMC model (pm.Model), got {type(model).__name__}")
+    return model
+
+
+def check_name(value, name: str = "name") -> str:
+    """The name of a PyMC variable: a non-empty string."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be a non-empty string (the PyMC variable's name), got {_brief(value)}")
+    return value
 
 
 def check_seed(seed, name: str = "seed"):
@@ -148,7 +255,7 @@ def check_seed(seed, name: str = "seed"):
     if seed is None or isinstance(seed, np.random.Generator):
         return seed
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"{name} must be None, a non-negative integer or a numpy.random.Generator, got {seed!r}")
+        raise ValueError(f"{name} must be None, a non-negative integer or a numpy.random.Generator, got {_brief(seed)}")
     return int(seed)
 
 
@@ -163,3 +270,54 @@ def int_seed(seed, name: str = "seed") -> int:
     if seed is None or isinstance(seed, np.random.Generator):
         return int(np.random.default_rng(seed).integers(2**31))
     return seed
+
+
+class NonFiniteError(ValueError):
+    """A computation on finite, valid input gave inf or NaN: float64 overflowed (or 0·∞ appeared)."""
+
+
+def check_finite_result(values, what: str) -> np.ndarray:
+    """A computed array that must be finite because its inputs were: else a NonFiniteError saying what overflowed."""
+    if not np.all(np.isfinite(values)):
+        raise NonFiniteError(f"{what} is not finite: it overflows float64 (or is 0·∞); scale or center the inputs, or change the hyperparameters")
+    return values
+
+
+def _finite_fields(result) -> bool:
+    """Whether every float field of a result record (or a bare array) is finite."""
+    values = [getattr(result, f.name) for f in dataclasses.fields(result)] if dataclasses.is_dataclass(result) else [result]
+    return all(np.all(np.isfinite(v)) for v in values if isinstance(v, float | np.ndarray) and np.asarray(v).dtype.kind == "f")
+
+
+def numerical_failure(cause: str):
+    """Decorator: `fn` on finite, valid arguments either returns finite numbers or raises a ValueError giving `cause`.
+
+    `cause` names the arguments that can push float64 over the edge and what to do about it. Caught:
+    `numpy.linalg.LinAlgError`, SciPy's unnamed "array must not contain infs or NaNs" (an
+    intermediate product of finite inputs overflowed), a NonFiniteError from a kernel or feature map
+    evaluated inside `fn` (whose message speaks of its own X/Xs), and a result record with inf/NaN in
+    a float field — so no raw error and no silent NaN leaves a public function.
+    """
+
+    def decorate(fn):
+        where = f"{fn.__module__.removeprefix('bayeskern.')}.{fn.__qualname__}"
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            try:
+                result = fn(*args, **kwargs)
+            except np.linalg.LinAlgError as err:
+                raise ValueError(f"{where}: {cause} (LAPACK: {err})") from None
+            except NonFiniteError as err:
+                raise NonFiniteError(f"{where}: {cause} ({err})") from None
+            except ValueError as err:
+                if "must not contain infs or NaNs" not in str(err):
+                    raise
+                raise NonFiniteError(f"{where}: {cause} (an intermediate product overflowed float64)") from None
+            if not _finite_fields(result):
+                raise NonFiniteError(f"{where}: {cause} (the result overflows float64)")
+            return result
+
+        return checked
+
+    return decorate

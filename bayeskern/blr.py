@@ -16,7 +16,10 @@ import scipy.linalg
 from bayeskern._linalg import LOG_2PI, _factor, cho_solve, solve_lower
 from bayeskern._marginal import MarginalGaussian
 from bayeskern._results import Posterior
-from bayeskern._validation import as_inputs, as_targets, check_prior_cov, check_sigma, is_symbolic, offset_ratio, same_columns
+from bayeskern._validation import (
+    as_inputs, as_targets, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure,
+    offset_ratio, same_columns,
+)
 from bayeskern.features import design_matrix
 
 __all__ = ["BLRPosterior", "likelihood", "posterior"]
@@ -54,9 +57,9 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     integrated out: t ~ N(0, ΦΣΦᵀ + σ²I), evaluated in weight space in O(n M²).
     Extra keyword arguments go to the observed distribution. Returns the observed variable.
     """
-    X = as_inputs(X, "X")
+    name, X = check_name(name), as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
-    Phi = design_matrix(features, X)
+    Phi = design_matrix(features, X, "features")
     _warn_if_far_from_zero(features, X, Phi)
     M = Phi.shape[1]
     S = check_prior_cov(prior_cov, M)
@@ -152,6 +155,11 @@ class BLRPosterior(Posterior):
     weights_cov: np.ndarray
 
 
+@numerical_failure(
+    "the features of X are numerically rank-deficient or too large for float64 (B = I + ΨᵀΨ/sigma², Ψ = Φ·chol(prior_cov), "
+    "cannot be factorised), or X, Xnew, y or sigma make the posterior overflow: scale or center X and y, use fewer "
+    "features, a smaller prior_cov or a larger sigma"
+)
 def posterior(features, X, y, sigma, prior_cov, Xnew=None, include_noise: bool = False) -> BLRPosterior:
     """The exact posterior of w ~ N(0, Σ), t = Φw + ε, ε ~ N(0, σ²I), and its predictive at Xnew.
 
@@ -166,11 +174,12 @@ def posterior(features, X, y, sigma, prior_cov, Xnew=None, include_noise: bool =
     if is_symbolic(include_noise) or not isinstance(include_noise, bool | np.bool_):
         raise ValueError(f"include_noise must be True or False, got {include_noise!r}")
     sigma = float(check_sigma(sigma, allow_zero=False))
-    Phi = design_matrix(features, X)
+    Phi = design_matrix(features, X, "features")
     n, M = Phi.shape
     S = check_prior_cov(prior_cov, M)
     if is_symbolic(S):
         raise ValueError("prior_cov must be numeric here; random variables belong in likelihood()")
+    check_weight_precision(Phi, S, sigma)
 
     L = _prior_factor(S, M, np)  # Σ = L Lᵀ
     Psi = Phi @ L  # Ψ = Φ L

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bayeskern._validation import check_integer
+from bayeskern._validation import check_integer, check_number, check_seed
 
 __all__ = ["MAX_CSV_ROWS", "PACKAGE_DATASETS", "SOURCE_KEYS", "Data", "load", "sinusoid"]
 
@@ -27,9 +27,8 @@ def sinusoid(n: int = 10, noise: float = 0.3, seed=0) -> tuple[np.ndarray, np.nd
 
     Returns X (n, 1) and t (n,); the same seed gives the same data.
     """
-    n = check_integer(n, "n", 1)
-    if not np.isfinite(noise) or noise < 0:
-        raise ValueError(f"noise must be a non-negative number, got {noise!r}")
+    n, seed = check_integer(n, "n", 1), check_seed(seed)
+    noise = float(check_number(noise, "noise", nonnegative=True, scalar=True))
     x = np.linspace(0.0, 1.0, n)
     t = np.sin(2 * np.pi * x) + noise * np.random.default_rng(seed).standard_normal(n)
     return x[:, None], t
@@ -98,6 +97,9 @@ def load(source: str, base=".", n=None, seed=0, noise=0.3, path=None, x=None, y=
     package data sets, `n` takes a random subset of n rows (by `seed`) and `standardize` centres and
     scales every column of X and y to mean 0, sd 1 — a zero-mean GP needs centred targets.
     """
+    if not isinstance(source, str):
+        raise ValueError(f"source must be a string naming the data source, got {type(source).__name__}")
+    n, seed = None if n is None else check_integer(n, "n", 1), check_seed(seed)
     if source == "sinusoid":
         X, t = sinusoid(10 if n is None else n, noise, seed)  # sinusoid()'s own defaults
         return Data(X, t, ("x",), "t", f"PRML's sinusoid t = sin(2πx) + ε, n = {len(t)}, noise sd {noise}, seed {seed}")

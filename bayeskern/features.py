@@ -12,7 +12,7 @@ from scipy.special import gammaln
 
 from bayeskern._compile import compiled
 from bayeskern._linalg import psd_eigh
-from bayeskern._validation import as_inputs, check_integer, check_number
+from bayeskern._validation import as_array, as_inputs, check_finite_result, check_integer, check_kernel, check_number, is_symbolic, numerical_failure, rng_from
 
 __all__ = [
     "FeatureMap",
@@ -77,7 +77,8 @@ class FeatureMap:
             slots = self.placeholders()
             return [Xt, *slots.values()], self._symbolic(Xt, slots)
 
-        return np.asarray(compiled(("features", self.signature(), d), build)(X, *params.values()))
+        Phi = np.asarray(compiled(("features", self.signature(), d), build)(X, *params.values()))
+        return check_finite_result(Phi, f"the features {self!r} of X")  # finite X, yet inf/NaN: an overflow
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._repr_args().items())})"
@@ -94,6 +95,12 @@ def _rbf(lengthscale):
 
 def _with_bias(Phi, bias: bool):
     return pt.concatenate([pt.ones((Phi.shape[0], 1), dtype="float64"), Phi], axis=1) if bias else Phi
+
+
+def _check_bias(bias) -> bool:
+    if not isinstance(bias, bool | np.bool_):
+        raise ValueError(f"bias must be True or False, got {bias!r}")
+    return bool(bias)
 
 
 def _one_column(d: int, what: str) -> None:
@@ -141,7 +148,13 @@ class GaussianBasis(FeatureMap):
     def __init__(self, centers, width, bias: bool = False):
         self.centers = as_inputs(centers, "centers")
         self.width = check_number(width, "width", positive=True)
-        self.bias = bool(bias)
+        if np.ndim(self.width) > 1:
+            raise ValueError(f"width must be a scalar or one width per input column, got shape {np.shape(self.width)}")
+        try:
+            _rbf(self.width)  # the RBF's own checks on its length scale ℓ = s
+        except ValueError as err:
+            raise ValueError(f"width, the length scale of the Gaussian basis: {err}") from None
+        self.bias = _check_bias(bias)
 
     def n_features(self, d: int) -> int:
         return len(self.centers) + self.bias
@@ -175,8 +188,8 @@ class SigmoidBasis(FeatureMap):
         self.centers = as_inputs(centers, "centers")
         if self.centers.shape[1] != 1:
             raise ValueError("centers must be 1-D: SigmoidBasis is defined for 1-D inputs")
-        self.width = float(check_number(width, "width", positive=True))
-        self.bias = bool(bias)
+        self.width = float(check_number(width, "width", positive=True, scalar=True))
+        self.bias = _check_bias(bias)
 
     def n_features(self, d: int) -> int:
         return len(self.centers) + self.bias
@@ -205,7 +218,7 @@ class Fourier(FeatureMap):
 
     def __init__(self, order: int, period=1.0):
         self.order = check_integer(order, "order", 0)
-        self.period = float(check_number(period, "period", positive=True))
+        self.period = float(check_number(period, "period", positive=True, scalar=True))
 
     def n_features(self, d: int) -> int:
         return 2 * self.order + 1
@@ -240,7 +253,7 @@ class PolynomialKernelFeatures(FeatureMap):
 
     def __init__(self, degree: int, c: float = 0.0):
         self.degree = check_integer(degree, "degree", 1)
-        self.c = float(check_number(c, "c", nonnegative=True))
+        self.c = float(check_number(c, "c", nonnegative=True, scalar=True))
 
     def exponents(self, d: int) -> np.ndarray:
         """Multi-indices a over (constant, x₁, …, x_d) with |a| = M (a₀ = 0 only when c = 0)."""
@@ -281,12 +294,16 @@ class RandomFourier(FeatureMap):
         self.D = check_integer(n_features, "n_features", 1)
         self.input_dim = check_integer(input_dim, "input_dim", 1)
         self.lengthscale = check_number(lengthscale, "lengthscale", positive=True)
+        if np.ndim(self.lengthscale) > 1:
+            raise ValueError(f"lengthscale must be a scalar or one per input column, got shape {np.shape(self.lengthscale)}")
         if np.ndim(self.lengthscale) == 1 and len(self.lengthscale) != self.input_dim:
             raise ValueError(f"lengthscale has {len(self.lengthscale)} entries but input_dim is {self.input_dim}")
         self.seed = seed
-        rng = np.random.default_rng(seed)
+        rng = rng_from(seed)
         ls = np.broadcast_to(np.asarray(self.lengthscale, dtype=np.float64), (self.input_dim,))
-        self.W = rng.standard_normal((self.input_dim, self.D)) / ls[:, None]  # W ~ N(0, ℓ⁻²)
+        with np.errstate(over="ignore"):
+            self.W = rng.standard_normal((self.input_dim, self.D)) / ls[:, None]  # W ~ N(0, ℓ⁻²)
+        check_finite_result(self.W, f"the random frequencies W ~ N(0, lengthscale⁻²) with lengthscale {np.min(ls):.3g}")
         self.b = rng.uniform(0.0, 2 * np.pi, self.D)  # b ~ U(0, 2π)
 
     def parameters(self):
@@ -314,8 +331,9 @@ class MercerFeatures(FeatureMap):
     round-off floor n·ε·λmax by default). `kernel`: a kernel with numeric hyperparameters.
     """
 
+    @numerical_failure("the kernel's values on X_basis overflow float64, or its eigendecomposition fails: scale or center X_basis")
     def __init__(self, kernel, X_basis, n_components: int | None = None):
-        self.kernel = kernel
+        self.kernel = check_kernel(kernel)
         self.X_basis = as_inputs(X_basis, "X_basis")
         lam, U = psd_eigh(kernel.evaluate(self.X_basis), "the kernel on X_basis")
         lam, U = lam[::-1], U[:, ::-1]  # largest first
@@ -366,6 +384,8 @@ class PowerSet(FeatureMap):
 
 def n_features(phi, d: int) -> int | None:
     """M for a bayeskern feature map on d-column inputs; None for a plain callable (unknown)."""
+    d = check_integer(d, "d", 1)
+    _check_callable(phi, "phi")
     if isinstance(phi, FeatureMap):
         phi._check_input_dim(d)
         return phi.n_features(d)
@@ -375,21 +395,31 @@ def n_features(phi, d: int) -> int | None:
 _CALLABLE_OPS: dict[Hashable, object] = {}
 
 
-def design_matrix(phi, X) -> np.ndarray:
-    """Φ = φ(X) as a numpy (n, M) array, for a feature map or any callable X (n, d) → Φ (n, M)."""
+def _check_callable(phi, name: str) -> None:
+    if not callable(phi):
+        raise ValueError(f"{name} must be a feature map or a callable X -> Phi, got {phi!r}")
+
+
+def design_matrix(phi, X, name: str = "phi") -> np.ndarray:
+    """Φ = φ(X) as a numpy (n, M) array, for a feature map or any callable X (n, d) → Φ (n, M).
+
+    `name`: what the caller calls φ, for the error messages.
+    """
     if isinstance(phi, FeatureMap):
         return phi(X)
-    if not callable(phi):
-        raise ValueError(f"features must be a feature map or a callable X -> Phi, got {phi!r}")
+    _check_callable(phi, name)
     return _call_plain(phi, as_inputs(X, "X"))
 
 
 def design_tensor(phi, X):
     """Φ = φ(X) as a tensor, for a feature map or any callable X (n, d) → Φ (n, M).
 
-    Numeric inputs give a constant; for a plain callable on symbolic inputs the callable is wrapped
-    as a PyTensor Op (no gradient with respect to X, which is data).
+    Numeric inputs give a constant (Φ computed and checked once); for a plain callable on symbolic
+    inputs the callable is wrapped as a PyTensor Op (no gradient with respect to X, which is data).
     """
+    _check_callable(phi, "phi")
+    if not is_symbolic(X):
+        return pt.as_tensor_variable(design_matrix(phi, X))
     if isinstance(phi, FeatureMap):
         return phi.symbolic(X)
     if isinstance(X, TensorConstant):
@@ -402,7 +432,7 @@ def design_tensor(phi, X):
 
 
 def _call_plain(phi, X: np.ndarray) -> np.ndarray:
-    Phi = np.asarray(phi(X), dtype=np.float64)
+    Phi = as_array(phi(X), "phi(X)")
     if Phi.ndim == 1:
         Phi = Phi[:, None]
     if Phi.ndim != 2 or Phi.shape[0] != X.shape[0]:

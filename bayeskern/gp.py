@@ -14,16 +14,13 @@ from bayeskern._gaussian_logp import gaussian_logp
 from bayeskern._linalg import EPS, LOG_2PI, PSD_ROUNDOFF, cho_solve, cholesky, loo_gaussian, psd_eigh, solve_lower
 from bayeskern._marginal import MarginalGaussian
 from bayeskern._results import Posterior
-from bayeskern._validation import as_inputs, as_targets, check_integer, check_sigma, is_symbolic, offset_ratio, same_columns
+from bayeskern._validation import (
+    as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, is_symbolic, numerical_failure,
+    offset_ratio, same_columns,
+)
 from bayeskern.kernels import Kernel
 
 __all__ = ["GPPosterior", "marginal_likelihood", "posterior", "prior_samples"]
-
-
-def _check_kernel(kernel) -> Kernel:
-    if not isinstance(kernel, Kernel):
-        raise ValueError(f"kernel must be a bayeskern.kernels kernel, got {type(kernel).__name__}")
-    return kernel
 
 
 def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, **kwargs):
@@ -36,9 +33,9 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, **kwargs):
     Extra keyword arguments (e.g. `dims`) go to `pm.CustomDist`. Returns the observed variable,
     which `bayeskern.fit` recognises as a marginal Gaussian likelihood.
     """
-    X = as_inputs(X, "X")
+    name, X = check_name(name), as_inputs(X, "X")
     y = as_targets(y, X.shape[0], "y")
-    kernel, sigma = _check_kernel(kernel), check_sigma(sigma, allow_zero=False)
+    kernel, sigma = check_kernel(kernel), check_sigma(sigma, allow_zero=False)
     # the data enter as shared variables, not constants: the compiled graph (cached on disk by
     # PyTensor) is then the same for every data set of this shape of model
     X_data = pytensor.shared(X, name=f"{name}_X", shape=(None, X.shape[1]))
@@ -66,9 +63,9 @@ def prior_samples(kernel: Kernel, X, n: int = 1, seed=None) -> np.ndarray:
     Drawn through the eigendecomposition K = UΛUᵀ, f = U√Λ z, which needs no jitter even when K is
     singular; a kernel that is not positive semi-definite on X gets a ValueError.
     """
-    X = as_inputs(X, "X")
+    X, seed = as_inputs(X, "X"), check_seed(seed)
     n = check_integer(n, "n", 1)
-    K = _check_kernel(kernel).evaluate(X)
+    K = check_kernel(kernel).evaluate(X)
     lam, U = psd_eigh(K, "the kernel on X")
     z = np.random.default_rng(seed).standard_normal((n, K.shape[0]))
     return (z * np.sqrt(lam)) @ U.T  # f = U √Λ z
@@ -169,6 +166,10 @@ def _duplicate_rows(X: np.ndarray) -> tuple[int, int] | None:
     return int(rows[0]), int(rows[1])
 
 
+@numerical_failure(
+    "X, Xnew, y or sigma is too large or too small for float64 (K(X, X) + sigma² I cannot be factorised even with "
+    "jitter, or the posterior overflows): scale or center X and y, or check the kernel's hyperparameters and sigma"
+)
 def posterior(kernel: Kernel, X, y, sigma, Xnew=None, include_noise: bool = False) -> GPPosterior:
     """The exact posterior of a zero-mean GP with kernel k, given t = f(X) + ε, ε ~ N(0, σ²I).
 
@@ -180,7 +181,7 @@ def posterior(kernel: Kernel, X, y, sigma, Xnew=None, include_noise: bool = Fals
     t = as_targets(y, X.shape[0], "y")
     Xnew = X if Xnew is None else as_inputs(Xnew, "Xnew")
     same_columns(X, Xnew, "X", "Xnew")
-    kernel, sigma = _check_kernel(kernel), float(check_sigma(sigma, allow_zero=True))
+    kernel, sigma = check_kernel(kernel), float(check_sigma(sigma, allow_zero=True))
     if is_symbolic(include_noise) or not isinstance(include_noise, bool | np.bool_):
         raise ValueError(f"include_noise must be True or False, got {include_noise!r}")
 

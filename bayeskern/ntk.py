@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bayeskern._linalg import psd_eigh
-from bayeskern._validation import as_inputs, as_targets, check_number, same_columns
+from bayeskern._validation import as_inputs, as_targets, check_finite_result, check_kernel, check_number, numerical_failure, same_columns
 from bayeskern.kernels import Kernel
 
 __all__ = ["NTKDynamics", "dynamics"]
@@ -30,6 +30,7 @@ class NTKDynamics:
     limit: np.ndarray
 
 
+@numerical_failure("the kernel's values on X or Xnew, or y, f0, f0_new, eta·t, overflow float64: scale or center X and y")
 def dynamics(kernel: Kernel, X, y, Xnew, eta, t, f0=None, f0_new=None) -> NTKDynamics:
     """Outputs of a network trained by gradient flow on L = (1/N) Σᵢ ½(f(xᵢ) − yᵢ)², in the NTK limit.
 
@@ -45,16 +46,18 @@ def dynamics(kernel: Kernel, X, y, Xnew, eta, t, f0=None, f0_new=None) -> NTKDyn
     vector). `f0`, `f0_new`: the network's outputs at initialisation on X and Xnew (0 if not given —
     the mean over random initialisations).
     """
-    X, Xnew = as_inputs(X, "X"), as_inputs(Xnew, "Xnew")
+    kernel, X, Xnew = check_kernel(kernel), as_inputs(X, "X"), as_inputs(Xnew, "Xnew")
     same_columns(X, Xnew, "X", "Xnew")
     Y = as_targets(y, len(X), "y")
-    eta = float(check_number(eta, "eta", positive=True))
+    eta = float(check_number(eta, "eta", positive=True, scalar=True))
     times = np.atleast_1d(check_number(t, "t", nonnegative=True)).astype(float)
     if times.ndim != 1:
         raise ValueError("t must be a scalar or a vector of times")
     f0 = np.zeros(len(X)) if f0 is None else as_targets(f0, len(X), "f0")
     f0_new = np.zeros(len(Xnew)) if f0_new is None else as_targets(f0_new, len(Xnew), "f0_new")
     N = len(X)
+    with np.errstate(over="ignore"):
+        check_finite_result(eta * times / N, "eta·t/N (the learning rate eta times the times t)")
     lam, U = psd_eigh(kernel.evaluate(X), "the kernel on X")  # K = UΛUᵀ
     Ks = kernel.evaluate(Xnew, X)  # K(Xnew, X), (m, N)
     r0 = U.T @ (f0 - Y)  # Uᵀ(f₀(X) − Y)
@@ -67,4 +70,6 @@ def dynamics(kernel: Kernel, X, y, Xnew, eta, t, f0=None, f0_new=None) -> NTKDyn
     mean = f0_new - (gain * r0) @ KsU.T  # f₀(x) − K(x, X) U gain Uᵀ r₀
     inv_lam = np.where(positive, 1.0 / np.where(positive, lam, 1.0), 0.0)  # K⁺: the pseudo-inverse on a singular K
     limit = f0_new - KsU @ (inv_lam * r0)
+    for values in (mean, train, limit):
+        check_finite_result(values, "the network outputs f(·; θ_t) (y, f0 or the kernel's values are too large for float64)")
     return NTKDynamics(times, mean, train, rates, lam, U, limit)

@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from bayeskern import blr, gp
-from bayeskern._validation import as_inputs, as_targets, check_integer
+from bayeskern._validation import as_inputs, as_targets, check_integer, check_kernel, check_seed, check_sigma, same_columns
 from bayeskern.features import RandomFourier, design_matrix
 from bayeskern.kernels import RBF, Kernel
 
@@ -26,9 +26,7 @@ class FeatureError:
 
 def feature_error(phi, kernel: Kernel, X) -> FeatureError:
     """How far φ(x)ᵀφ(x′) is from k(x, x′) on the points X."""
-    X = as_inputs(X, "X")
-    if not isinstance(kernel, Kernel):
-        raise ValueError(f"kernel must be a bayeskern.kernels kernel, got {type(kernel).__name__}")
+    X, kernel = as_inputs(X, "X"), check_kernel(kernel)
     Phi = design_matrix(phi, X)
     K = kernel.evaluate(X)
     E = Phi @ Phi.T - K
@@ -59,10 +57,14 @@ def rff_convergence(X, y, sigma: float, Xnew, lengthscale: float = 1.0, n_featur
     X = as_inputs(X, "X")
     y = as_targets(y, X.shape[0], "y")
     Xnew = as_inputs(Xnew, "Xnew")
-    Ds = np.asarray([check_integer(int(D), "n_features", 1) for D in n_features])
-    seeds = list(seeds)
+    same_columns(X, Xnew, "X", "Xnew")
+    check_sigma(sigma, allow_zero=False)  # the BLR side needs σ > 0
+    if isinstance(n_features, str) or not np.iterable(n_features) or isinstance(seeds, str) or not np.iterable(seeds):
+        raise ValueError("n_features and seeds must be sequences: feature counts D, and seeds of the random features")
+    Ds = np.asarray([check_integer(D, "n_features", 1) for D in n_features], dtype=int)
+    seeds = [check_seed(seed, "seeds") for seed in seeds]
     if len(Ds) < 2 or not seeds:
-        raise ValueError("need at least two feature counts and one seed")
+        raise ValueError("need at least two feature counts (n_features) and one seed (seeds)")
     exact_kernel = RBF(lengthscale)
     K = exact_kernel.evaluate(X)
     exact_mean = gp.posterior(exact_kernel, X, y, sigma=sigma, Xnew=Xnew).mean

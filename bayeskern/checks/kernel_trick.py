@@ -7,7 +7,7 @@ import numpy as np
 
 from bayeskern import blr, gp
 from bayeskern._linalg import cho_solve, cholesky
-from bayeskern._validation import as_inputs, as_targets, check_number, same_columns
+from bayeskern._validation import as_inputs, as_targets, check_finite_result, check_kernel, check_number, numerical_failure, same_columns
 from bayeskern.features import design_matrix, n_features
 from bayeskern.kernels import FeatureKernel, Kernel
 
@@ -64,10 +64,8 @@ def kernel_trick(phi, prior_cov, X, y, sigma, Xnew=None, kernel: Kernel | None =
     y = as_targets(y, X.shape[0], "y")
     Xnew = X if Xnew is None else as_inputs(Xnew, "Xnew")
     same_columns(X, Xnew)
-    rtol = float(check_number(rtol, "rtol", positive=True))
-    k = FeatureKernel(phi, prior_cov) if kernel is None else kernel
-    if not isinstance(k, Kernel):
-        raise ValueError(f"kernel must be a bayeskern.kernels kernel, got {type(k).__name__}")
+    rtol = float(check_number(rtol, "rtol", positive=True, scalar=True))
+    k = FeatureKernel(phi, prior_cov) if kernel is None else check_kernel(kernel)
 
     start = time.perf_counter()
     weight = blr.posterior(phi, X, y, sigma=sigma, prior_cov=prior_cov, Xnew=Xnew)
@@ -114,17 +112,20 @@ class RidgeDualityResult:
         return asdict(self)
 
 
+@numerical_failure("the features of X or Xnew, or y, overflow float64 in the ridge solutions: scale or center X and y")
 def ridge_duality(phi, X, y, lam, Xnew=None, rtol: float = RTOL) -> RidgeDualityResult:
     """Primal and dual ridge regression give the same predictions (seed 004), equal to the GP mean with σ² = λ, Σ = I."""
     X = as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
     Xnew = X if Xnew is None else as_inputs(Xnew, "Xnew")
     same_columns(X, Xnew)
-    lam = float(check_number(lam, "lam", positive=True))
-    rtol = float(check_number(rtol, "rtol", positive=True))
+    lam = float(check_number(lam, "lam", positive=True, scalar=True))
+    rtol = float(check_number(rtol, "rtol", positive=True, scalar=True))
     Phi, Phi_new = design_matrix(phi, X), design_matrix(phi, Xnew)
 
-    L, _ = cholesky(Phi.T @ Phi + lam * np.eye(Phi.shape[1]), name="Phi^T Phi + lam I")
+    with np.errstate(over="ignore"):
+        gram = check_finite_result(Phi.T @ Phi, "ΦᵀΦ of the features of X")
+    L, _ = cholesky(gram + lam * np.eye(Phi.shape[1]), name="Phi^T Phi + lam I")
     w = cho_solve(L, Phi.T @ t)  # w = (ΦᵀΦ + λI)⁻¹Φᵀt
     primal = Phi_new @ w  # y(x) = wᵀφ(x)
     kernel = FeatureKernel(phi, 1.0)  # k(x, x′) = φ(x)ᵀφ(x′)

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.linalg
 
 from bayeskern._linalg import JITTER_STEPS, PSD_ROUNDOFF
-from bayeskern._validation import as_inputs
+from bayeskern._validation import as_inputs, check_kernel
 from bayeskern.kernels import Kernel
 
 __all__ = ["PSDCheck", "psd"]
@@ -80,9 +80,7 @@ def psd(kernel: Kernel, X) -> PSDCheck:
     λ₁ ≥ −100·n·ε·λₙ counts as PSD. One failing X proves a kernel is not Mercer; passing on X proves
     only that it is PSD there.
     """
-    if not isinstance(kernel, Kernel):
-        raise ValueError(f"kernel must be a bayeskern.kernels kernel, got {type(kernel).__name__}")
-    X = as_inputs(X, "X")
+    kernel, X = check_kernel(kernel), as_inputs(X, "X")
     K = kernel.evaluate(X)
     n = len(K)
     top = float(np.max(np.abs(K))) or 1.0

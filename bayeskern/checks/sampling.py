@@ -7,6 +7,7 @@ import numpy as np
 import scipy.stats
 import xarray as xr
 
+from bayeskern._validation import check_model, check_number, int_seed
 from bayeskern.fit.mcmc import mcmc
 
 __all__ = ["SamplingCheckResult", "kernel_trick_mcmc"]
@@ -61,10 +62,16 @@ def kernel_trick_mcmc(blr_model, gp_model, shared, Xnew=None, z_max: float = 4.0
     `z_max` = 4 makes a false alarm on one quantity about 6·10⁻⁵ likely under equality. The two models
     are sampled with seeds `seed` and `seed + 1` (independent runs).
     """
-    if isinstance(shared, str) or not shared or not all(isinstance(n, str) for n in shared):
+    models = {"blr_model": check_model(blr_model, "blr_model"), "gp_model": check_model(gp_model, "gp_model")}
+    if isinstance(shared, str) or not np.iterable(shared) or not shared or not all(isinstance(n, str) for n in shared):
         raise ValueError(f"shared must be a non-empty list of variable names, got {shared!r}")
-    seed = mcmc_kwargs.pop("seed", None)
-    seed = int(np.random.default_rng().integers(2**31)) if seed is None else int(seed)
+    for which, model in models.items():
+        missing = [name for name in shared if name not in model.named_vars]
+        if missing:
+            raise ValueError(f"shared names {missing} that are not variables of {which}")
+    z_max = float(check_number(z_max, "z_max", positive=True, scalar=True))
+    p_min = float(check_number(p_min, "p_min", nonnegative=True, scalar=True))
+    seed = int_seed(mcmc_kwargs.pop("seed", None))
     # independent runs (different seeds): the z and KS statistics assume independent samples
     runs = [mcmc(model, Xnew=Xnew, seed=seed + k, **mcmc_kwargs) for k, model in enumerate((blr_model, gp_model))]
     posteriors = [r["posterior"].to_dataset() for r in runs]

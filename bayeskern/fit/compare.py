@@ -7,6 +7,7 @@ import numpy as np
 import xarray as xr
 
 from bayeskern._linalg import loo_gaussian
+from bayeskern._validation import check_probability
 from bayeskern.fit.empirical_bayes import EmpiricalBayesResult
 from bayeskern.fit.predictive import factor
 
@@ -47,8 +48,7 @@ def compare_eb_mcmc(eb: EmpiricalBayesResult, dt: xr.DataTree, prob: float = 0.9
         raise ValueError(f"eb must be the result of bayeskern.fit.empirical_bayes, got {type(eb).__name__}")
     if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children or "log_likelihood" not in dt.children:
         raise ValueError("dt must come from bayeskern.fit.mcmc (posterior and log_likelihood groups)")
-    if not 0 < prob < 1:
-        raise ValueError(f"prob must be in (0, 1), got {prob}")
+    prob = check_probability(prob, "prob")
     posterior = dt["posterior"].to_dataset()
     missing = [name for name in eb.params if name not in posterior]
     if missing:

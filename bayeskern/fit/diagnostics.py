@@ -7,6 +7,7 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
+from bayeskern._validation import check_number
 from bayeskern.fit.empirical_bayes import FitWarning
 
 __all__ = ["Diagnostics", "diagnose"]
@@ -58,8 +59,13 @@ def _stat(stats: xr.Dataset, *names):
 
 def diagnose(dt: xr.DataTree, rhat_max: float = RHAT_MAX, ess_min: float = ESS_MIN, ebfmi_min: float = EBFMI_MIN, warn: bool = True) -> Diagnostics:
     """Diagnose an MCMC DataTree (from `bayeskern.fit.mcmc` or `pm.sample`); warn (FitWarning) naming failures."""
-    if "posterior" not in dt.children or "sample_stats" not in dt.children:
-        raise ValueError("dt must be an MCMC DataTree with posterior and sample_stats groups")
+    if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children or "sample_stats" not in dt.children:
+        raise ValueError(f"dt must be an MCMC DataTree with posterior and sample_stats groups, got {type(dt).__name__}")
+    rhat_max = float(check_number(rhat_max, "rhat_max", positive=True, scalar=True))
+    ess_min = float(check_number(ess_min, "ess_min", nonnegative=True, scalar=True))
+    ebfmi_min = float(check_number(ebfmi_min, "ebfmi_min", nonnegative=True, scalar=True))
+    if not isinstance(warn, bool):
+        raise ValueError(f"warn must be True or False, got {warn!r}")
     rhat = az.rhat(dt)
     ess_bulk = az.ess(dt, method="bulk")
     ess_tail = az.ess(dt, method="tail")

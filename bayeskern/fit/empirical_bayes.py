@@ -17,7 +17,7 @@ from pytensor.graph.traversal import ancestors
 from bayeskern._compile import compiled_graph
 from bayeskern._gaussian_logp import GaussianLogp
 from bayeskern._marginal import find_marginal
-from bayeskern._validation import check_integer
+from bayeskern._validation import check_integer, check_model, check_seed
 from bayeskern.fit.plug_in import PlugIn
 
 __all__ = ["EmpiricalBayesResult", "FitWarning", "Laplace", "Optimum", "empirical_bayes"]
@@ -340,6 +340,7 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
     from the priors (`seed`). Warns (FitWarning) when not converged, at a bound, or when restarts
     find different optima.
     """
+    model, seed = check_model(model), check_seed(seed)
     started = time.perf_counter()
     model = pm.modelcontext(model)
     restarts = check_integer(restarts, "restarts", 1)

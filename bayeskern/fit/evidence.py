@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bayeskern._validation import as_inputs, as_targets, check_integer, check_number
+from bayeskern._validation import as_inputs, as_targets, check_finite_result, check_integer, check_number, numerical_failure
 from bayeskern.features import design_matrix
 from bayeskern.fit.empirical_bayes import FitWarning
 
@@ -39,6 +39,7 @@ class EvidenceResult:
         return float(1.0 / self.alpha)
 
 
+@numerical_failure("the features of X, or y, are too large for float64 (or the features are numerically rank-deficient): scale or center X and y, or use fewer features")
 def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0, tol: float = 1e-10, maxiter: int = 10_000) -> EvidenceResult:
     """Re-estimate α and β by PRML 3.92 and 3.95 until they change by less than `tol` (relative).
 
@@ -49,13 +50,16 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
 
     X = as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
-    alpha = float(check_number(alpha, "alpha", positive=True))
-    beta = float(check_number(beta, "beta", positive=True))
-    tol = float(check_number(tol, "tol", positive=True))
+    alpha = float(check_number(alpha, "alpha", positive=True, scalar=True))
+    beta = float(check_number(beta, "beta", positive=True, scalar=True))
+    tol = float(check_number(tol, "tol", positive=True, scalar=True))
     maxiter = check_integer(maxiter, "maxiter", 1)
-    Phi = design_matrix(features, X)
+    Phi = design_matrix(features, X, "features")
     N, M = Phi.shape
-    eig, V = np.linalg.eigh(Phi.T @ Phi)  # ΦᵀΦ = V diag(eig) Vᵀ
+    with np.errstate(over="ignore"):
+        gram = check_finite_result(Phi.T @ Phi, "ΦᵀΦ of the features of X")
+        check_finite_result(t @ t, "‖y‖², the squared norm of the targets y")  # β ~ N/‖y‖² must be representable
+    eig, V = np.linalg.eigh(gram)  # ΦᵀΦ = V diag(eig) Vᵀ
     eig = np.clip(eig, 0.0, None)
     b = V.T @ (Phi.T @ t)  # Vᵀ Φᵀ t
 
@@ -69,12 +73,18 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
         if residual <= N * (1e3 * np.finfo(float).eps * np.max(np.abs(t))) ** 2 or N - gamma <= 0.0:
             raise ValueError("beta -> infinity: the features fit t exactly, so the evidence has no finite maximum; use fewer features")
         if float(m_N @ m_N) == 0.0:
-            raise ValueError("alpha -> infinity: the features explain nothing of t, so the evidence is largest with all weights zero")
+            raise ValueError(
+                "alpha -> infinity: the features explain nothing of t, so the evidence is largest with all weights zero "
+                f"(or the starting alpha={alpha:.3g}, beta={beta:.3g} are so extreme that m_N underflowed to 0: start nearer 1)"
+            )
         alpha_new = gamma / float(m_N @ m_N)  # α = γ / m_Nᵀm_N   (PRML 3.92)
         beta_new = (N - gamma) / residual  # 1/β = Σ (tₙ − m_Nᵀφₙ)² / (N − γ)   (PRML 3.95)
         if not (np.isfinite(alpha_new) and np.isfinite(beta_new)):
             which = "alpha" if not np.isfinite(alpha_new) else "beta"
-            raise ValueError(f"{which} -> infinity during the re-estimation: the evidence has no finite maximum for these features")
+            raise ValueError(
+                f"{which} -> infinity during the re-estimation: the evidence has no finite maximum for these features "
+                "(or the starting alpha, beta are too extreme for float64: start nearer 1)"
+            )
         change = max(abs(alpha_new - alpha) / alpha, abs(beta_new - beta) / beta)
         alpha, beta = alpha_new, beta_new
         if change < tol:

@@ -11,7 +11,7 @@ from threadpoolctl import threadpool_limits
 
 from bayeskern._compile import exact_arithmetic
 from bayeskern._marginal import find_marginal
-from bayeskern._validation import as_inputs, check_integer, same_columns
+from bayeskern._validation import as_inputs, check_integer, check_model, int_seed, same_columns
 from bayeskern.fit.empirical_bayes import FitWarning
 from bayeskern.fit.plug_in import PlugIn
 from bayeskern.fit.predictive import draw_quantities
@@ -50,6 +50,7 @@ def mcmc(
     new observations (f plus noise) at every `thin`-th draw, with each draw's exact `f_mean` and
     `f_var`; `bayeskern.fit.predictive_bands` summarises them.
     """
+    model, seed = check_model(model), int_seed(seed)
     model = pm.modelcontext(model)
     obs, record = find_marginal(model)
     draws = check_integer(draws, "draws", 1)

@@ -5,7 +5,7 @@ import pytensor
 from pytensor.graph.replace import graph_replace
 
 from bayeskern._marginal import MarginalGaussian
-from bayeskern._validation import is_symbolic
+from bayeskern._validation import check_model, check_number, is_symbolic
 
 __all__ = ["PlugIn", "posterior_of"]
 
@@ -19,6 +19,9 @@ class PlugIn:
     """
 
     def __init__(self, model, record: MarginalGaussian):
+        model = check_model(model)
+        if not isinstance(record, MarginalGaussian):
+            raise ValueError(f"record must be the MarginalGaussian record of the model's likelihood, got {type(record).__name__}")
         self.record = record
         self.names = [rv.name for rv in model.free_RVs]
         symbols = [record.sigma, record.prior_cov]
@@ -31,10 +34,12 @@ class PlugIn:
 
     def numeric(self, params: dict) -> MarginalGaussian:
         """The record with every hyperparameter a number, given `params` (free variable name → value)."""
+        if not isinstance(params, dict):
+            raise ValueError(f"params must be a dict {{name: value}} of the free random variables, got {type(params).__name__}")
         missing = [n for n in self.names if n not in params]
         if missing:
             raise ValueError(f"params lacks values for: {', '.join(missing)}")
-        values = self._fn(*(np.asarray(params[n], dtype=np.float64) for n in self.names))
+        values = self._fn(*(check_number(params[n], f"params[{n!r}]") for n in self.names))
         by_id = {id(s): np.asarray(v) for s, v in zip(self._symbols, values, strict=True)}
         value = lambda v: by_id[id(v)] if is_symbolic(v) else v  # noqa: E731
         r = self.record

@@ -7,6 +7,7 @@ import xarray as xr
 
 from bayeskern._linalg import cholesky, loo_gaussian, psd_eigh
 from bayeskern._marginal import MarginalGaussian
+from bayeskern._validation import check_probability
 from bayeskern.fit.plug_in import PlugIn, posterior_of
 from bayeskern.kernels import FeatureKernel
 
@@ -60,7 +61,7 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
                 if keep:
                     k = d // thin
                     sigma = r.sigma
-                    f[c, k] = _sample(post.mean, post.cov, rng)  # f(Xnew) ~ N(m, K** − kᵀC⁻¹k)
+                    f[c, k] = _sample(post.mean, post.cov, _prior_variance(r, Xnew), rng)  # f(Xnew) ~ N(m, K** − kᵀC⁻¹k)
                     y[c, k] = f[c, k] + sigma * rng.standard_normal(m)  # y = f + ε, ε ~ N(0, σ²)
                     f_mean[c, k], f_var[c, k] = post.mean, post.var
 
@@ -87,9 +88,19 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
     return log_likelihood, predictive, max_jitter
 
 
-def _sample(mean: np.ndarray, cov: np.ndarray, rng) -> np.ndarray:
-    """One draw of N(mean, cov) through cov = UΛUᵀ (no jitter; round-off negatives clipped to 0)."""
-    lam, U = psd_eigh(cov, "the predictive covariance")
+def _prior_variance(r: MarginalGaussian, Xnew) -> float:
+    """max k(x, x) over Xnew: the size of the terms whose difference is the predictive covariance K** − kᵀC⁻¹k."""
+    kernel = r.kernel if r.kind == "gp" else FeatureKernel(r.features, r.prior_cov)  # k = φᵀΣφ for BLR
+    return float(np.max(np.abs(kernel.evaluate(Xnew, diag=True))))
+
+
+def _sample(mean: np.ndarray, cov: np.ndarray, prior_variance: float, rng) -> np.ndarray:
+    """One draw of N(mean, cov) through cov = UΛUᵀ (no jitter; round-off negatives clipped to 0).
+
+    cov = K** − kᵀC⁻¹k is exact only to round-off of the prior variance max k(x, x): when the data
+    pin f down (a constant t, say) every eigenvalue of cov is that round-off, of either sign.
+    """
+    lam, U = psd_eigh(cov, "the predictive covariance", scale=prior_variance)
     return mean + U @ (np.sqrt(lam) * rng.standard_normal(len(mean)))
 
 
@@ -99,8 +110,7 @@ def predictive_bands(predictive: xr.Dataset, prob: float = 0.95) -> xr.Dataset:
     `f_mean`: the exact mixture mean (the average of the per-draw posterior means); the bands are
     quantiles of the samples (Monte Carlo).
     """
-    if not isinstance(prob, int | float | np.floating) or not 0 < prob < 1:
-        raise ValueError(f"prob must be a number in (0, 1), got {prob!r}")
+    prob = check_probability(prob, "prob")
     if not isinstance(predictive, xr.Dataset) or "f" not in predictive:
         raise ValueError("the posterior predictive has no samples at Xnew: pass Xnew to bayeskern.fit.mcmc")
     dims = ("chain", "draw_thinned")

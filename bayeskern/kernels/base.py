@@ -9,7 +9,7 @@ import numpy as np
 import pytensor.tensor as pt
 
 from bayeskern._compile import compiled
-from bayeskern._validation import as_inputs, check_number, is_symbolic, same_columns
+from bayeskern._validation import as_inputs, check_finite_result, check_kernel, check_number, is_symbolic, same_columns
 
 __all__ = ["Kernel", "Product", "Scaled", "Sum"]
 
@@ -120,6 +120,8 @@ class Kernel:
         Xs = None if Xs is None else as_inputs(Xs, "Xs")
         if Xs is not None:
             same_columns(X, Xs, "X", "Xs")
+        if not isinstance(diag, bool | np.bool_):
+            raise ValueError(f"diag must be True or False, got {diag!r}")
         d = X.shape[1]
         self._check_dims(d, None)
         nodes, values = [], []
@@ -147,7 +149,8 @@ class Kernel:
 
         fn = compiled(key, build)
         args = [X] + ([Xs] if Xs is not None else []) + values
-        return np.asarray(fn(*args))
+        # finite inputs and hyperparameters, yet inf/NaN out: an overflow, reported rather than returned
+        return check_finite_result(np.asarray(fn(*args)), f"{self!r} evaluated on X{'' if Xs is None else ' and Xs'}")
 
     # -- algebra -------------------------------------------------------------------------------
     def __add__(self, other):
@@ -190,6 +193,10 @@ class _Combination(Kernel):
 
     def __init__(self, *kernels: Kernel):
         super().__init__()
+        if not kernels:
+            raise ValueError(f"{type(self).__name__} needs at least one kernel in kernels")
+        for k in kernels:
+            check_kernel(k, "kernels")
         flat = []
         for k in kernels:
             flat.extend(k.children if type(k) is type(self) else (k,))
@@ -214,13 +221,11 @@ class Product(_Combination):
 
 
 class Scaled(Kernel):
-    """k(x, x′) = s · k₀(x, x′) with s ≥ 0 a number or a PyMC random variable."""
+    """k(x, x′) = s · k₀(x, x′) with s ≥ 0 a number or a scalar PyMC random variable."""
 
     def __init__(self, kernel: Kernel, scale):
-        scale = check_number(scale, "scale", nonnegative=True)
-        if (scale.ndim if is_symbolic(scale) else np.ndim(scale)) != 0:
-            raise ValueError(f"scale must be a scalar, got shape {np.shape(scale)}")
-        super().__init__(scale=scale)
+        check_kernel(kernel)
+        super().__init__(scale=check_number(scale, "scale", nonnegative=True, scalar=True))
         self.children = (kernel,)
 
     def _build(self, X, Xs, diag, bind):

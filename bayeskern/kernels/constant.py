@@ -2,17 +2,17 @@
 
 import pymc as pm
 
-from bayeskern._validation import check_number
+from bayeskern._validation import check_number, check_squarable
 from bayeskern.kernels.base import Kernel
 
 __all__ = ["Constant", "White"]
 
 
 class Constant(Kernel):
-    """k(x, x′) = c, with c ≥ 0 (the prior variance of a constant offset)."""
+    """k(x, x′) = c, with c ≥ 0 a scalar (the prior variance of a constant offset)."""
 
     def __init__(self, c):
-        super().__init__(c=check_number(c, "c", nonnegative=True))
+        super().__init__(c=check_number(c, "c", nonnegative=True, scalar=True))
 
     def _full(self, X, Xs, p):
         return pm.gp.cov.Constant(p["c"]).full(X, Xs)
@@ -24,11 +24,11 @@ class Constant(Kernel):
 class White(Kernel):
     """k(x, x′) = σ² δ(x, x′): σ² on the diagonal of K(X, X), zero between two different input sets.
 
-    `sigma`: σ ≥ 0, the standard deviation of the white noise.
+    `sigma`: σ ≥ 0, a scalar, the standard deviation of the white noise (σ² must be finite).
     """
 
     def __init__(self, sigma):
-        super().__init__(sigma=check_number(sigma, "sigma", nonnegative=True))
+        super().__init__(sigma=check_squarable(check_number(sigma, "sigma", nonnegative=True, scalar=True), "sigma"))
 
     def _full(self, X, Xs, p):
         return pm.gp.cov.WhiteNoise(p["sigma"]).full(X, Xs)

@@ -9,7 +9,7 @@ from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.tensor.random.op import RandomVariable
 
 from bayeskern._compile import compiled
-from bayeskern._validation import as_inputs, check_integer, check_prior_cov
+from bayeskern._validation import as_array, as_inputs, check_integer, check_prior_cov, check_seed
 from bayeskern.kernels.base import Kernel
 
 __all__ = ["FisherKernel", "GenerativeModel", "INFORMATION"]
@@ -54,7 +54,7 @@ class GenerativeModel:
             raise ValueError(f"point lacks values for the free parameters {missing} (constrained space, e.g. sigma not sigma_log__)")
         self.slots, values, start = [], [], 0
         for rv in self.free:
-            v = np.asarray(point[rv.name], dtype=np.float64)
+            v = as_array(point[rv.name], f"point[{rv.name!r}]")
             if not np.all(np.isfinite(v)):
                 raise ValueError(f"point[{rv.name!r}] must be finite")
             self.slots.append((rv, slice(start, start + v.size), v.shape))
@@ -123,10 +123,10 @@ class GenerativeModel:
         "observed" — −(1/n) ∇²_θ Σᵢ log p(xᵢ|θ), PyTensor's Hessian, on the data. `data`: the rows xᵢ
         (default: the model's observed data).
         """
-        if kind not in INFORMATION:
+        if not isinstance(kind, str) or kind not in INFORMATION:
             raise ValueError(f"information must be one of {INFORMATION} or a (P, P) matrix, got {kind!r}")
         if kind == "expected":
-            draws = check_integer(draws, "draws", 2)
+            draws, seed = check_integer(draws, "draws", 2), check_seed(seed)
             batch = self.obs_shape[: len(self.obs_shape) - self._op.ndim_supp]
             many = self._op(*self._params_at_point, size=(draws, *batch), rng=pt.random.shared_rng(seed=0))  # draws × one observation, in one call
             X = np.asarray(pm.draw(many, random_seed=seed), dtype=np.float64)
@@ -154,13 +154,14 @@ class FisherKernel(Kernel):
     """
 
     def __init__(self, model, point, observed=None, information="expected", data=None, draws: int = 100_000, seed=None):
+        draws, seed = check_integer(draws, "draws", 2), check_seed(seed)
         self.generative = GenerativeModel(model, point, observed)
         g = self.generative
         if isinstance(information, str):
             F = g.information(information, data=data, draws=draws, seed=seed)
             self.information_kind = information
         else:
-            F = np.asarray(information, dtype=np.float64)
+            F = as_array(information, "information")
             if F.shape != (g.theta.size, g.theta.size):
                 raise ValueError(f"information must be a ({g.theta.size}, {g.theta.size}) matrix for θ = {g.names}, got shape {F.shape}")
             self.information_kind = "given"

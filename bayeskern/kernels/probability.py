@@ -49,10 +49,11 @@ class ProbabilityProduct(Kernel):
 
     def _full(self, X, Xs, p):
         Xs = X if Xs is None else Xs
-        w = pt.sqrt(p["rho"] / (4 * p["variance"]))  # scale so that ‖w ⊙ (x − x′)‖² = ρ Σⱼ (xⱼ − x′ⱼ)²/(4σⱼ²)
-        A, B = X * w, Xs * w
-        r2 = pt.sum(A**2, axis=1)[:, None] + pt.sum(B**2, axis=1)[None, :] - 2 * pt.dot(A, B.T)
-        return pt.exp(self._log_scale(X.type.shape[1], p) - pt.maximum(r2, 0.0))
+        # direct differences, not ‖a‖² + ‖b‖² − 2aᵀb: far from 0 (|x| ≳ 1e154) that form overflows to inf − inf;
+        # z = (x − x′)/(2σ) stays finite or +inf, and exp(−ρ‖z‖²) is then 0, never NaN
+        z = (X[:, None, :] - Xs[None, :, :]) / (2 * pt.sqrt(p["variance"]))
+        r2 = p["rho"] * pt.sum(z**2, axis=-1)  # ρ Σⱼ (xⱼ − x′ⱼ)²/(4σⱼ²)
+        return pt.exp(self._log_scale(X.type.shape[1], p) - r2)
 
     def _diag(self, X, p):
         return pt.exp(self._log_scale(X.type.shape[1], p)) * pt.ones((X.shape[0],))
