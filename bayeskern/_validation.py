@@ -7,7 +7,7 @@ import numpy as np
 from pytensor.graph.basic import Variable
 
 __all__ = [
-    "NonFiniteError", "as_array", "as_inputs", "as_targets", "check_finite_result", "check_integer", "check_kernel", "check_model",
+    "NonFiniteError", "as_array", "as_inputs", "as_targets", "check_finite_result", "check_flag", "check_integer", "check_kernel", "check_model",
     "check_name", "check_number", "check_prior_cov", "check_probability", "check_seed", "check_sigma", "check_squarable", "check_weight_precision", "int_seed", "is_symbolic",
     "numerical_failure", "offset_ratio", "rng_from", "same_columns",
 ]
@@ -109,6 +109,13 @@ def check_integer(value, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
         raise ValueError(f"{name} must be an integer ≥ {minimum}, got {_brief(value)}")
     return int(value)
+
+
+def check_flag(value, name: str) -> bool:
+    """A switch that must be True or False (numpy's bool too), never a number or a string standing for one."""
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {_brief(value)}")
+    return bool(value)
 
 
 def check_number(value, name: str, *, positive: bool = False, nonnegative: bool = False, scalar: bool = False):

@@ -26,7 +26,7 @@ class Polynomial(Kernel):
 
     def __init__(self, degree: int, c=1.0):
         self.degree = check_integer(degree, "degree", 1)
-        super().__init__(c=check_number(c, "c", nonnegative=True))
+        super().__init__(c=check_number(c, "c", nonnegative=True, scalar=True))
 
     def _config(self):
         return self.degree

@@ -21,10 +21,10 @@ class PRML(Sum):
     """
 
     def __init__(self, theta0, theta1, theta2, theta3):
-        theta0 = check_number(theta0, "theta0", nonnegative=True)
-        theta1 = check_number(theta1, "theta1", positive=True)
-        theta2 = check_number(theta2, "theta2", nonnegative=True)
-        theta3 = check_number(theta3, "theta3", nonnegative=True)
+        theta0 = check_number(theta0, "theta0", nonnegative=True, scalar=True)
+        theta1 = check_number(theta1, "theta1", positive=True, scalar=True)
+        theta2 = check_number(theta2, "theta2", nonnegative=True, scalar=True)
+        theta3 = check_number(theta3, "theta3", nonnegative=True, scalar=True)
         self.theta = (theta0, theta1, theta2, theta3)
         lengthscale = 1.0 / (pt.sqrt(theta1) if is_symbolic(theta1) else np.sqrt(theta1))
         super().__init__(Scaled(RBF(lengthscale), theta0), Constant(theta2), Scaled(Linear(), theta3))

@@ -106,7 +106,7 @@ class _PyMCStationary(Kernel):
 
     def __init__(self, lengthscale, **extra):
         lengthscale = _check_lengthscale(lengthscale)
-        super().__init__(lengthscale=lengthscale, **{k: check_number(v, k, positive=True) for k, v in extra.items()})
+        super().__init__(lengthscale=lengthscale, **{k: check_number(v, k, positive=True, scalar=True) for k, v in extra.items()})
 
     def _check_input_dim(self, d: int) -> None:
         ls = self.hyperparameters["lengthscale"]
@@ -140,6 +140,8 @@ class RBF(_PyMCStationary):
             raise ValueError("give exactly one of lengthscale (ℓ) and bandwidth (σ² = ℓ²)")
         if bandwidth is not None:
             bandwidth = check_number(bandwidth, "bandwidth", positive=True)
+            if (bandwidth.ndim if is_symbolic(bandwidth) else np.ndim(bandwidth)) > 1:
+                raise ValueError("bandwidth must be a scalar or a vector of one σ² per input column")
             lengthscale = pt.sqrt(bandwidth) if is_symbolic(bandwidth) else np.sqrt(bandwidth)
         super().__init__(lengthscale)
 

@@ -134,7 +134,7 @@ class KDE:
         if lost.size:
             raise ValueError(
                 f"log f̂ at {lost.size} row(s) of Xnew (the first at row {lost[0]}) is below the float64 range "
-                f"(< −1.8e308): the point is more than ~1e154 bandwidths (h = {self.bandwidth:.4g}) from every data point"
+                f"(< −1.8e308): the point is more than ~1e154 bandwidths (bandwidth h = {self.bandwidth:.4g}) from every data point"
             )
         return out
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from bayeskern._json import jsonable
+from bayeskern._validation import check_flag, check_integer
 
 from bayeskern.smoothing._blocks import (
     Bandwidth, Distances, Query, check_bandwidth, check_data, check_grid, map_row_blocks, power_of_two, scott_bandwidth,
@@ -43,7 +44,7 @@ def default_bandwidth_grid(X, num: int = 30) -> np.ndarray:
 
     σ̂² is the mean of the per-column sample variances (ddof = 1) of X (n, d).
     """
-    return scott_bandwidth(check_data(X)) * np.geomspace(0.05, 5.0, num)
+    return scott_bandwidth(check_data(X)) * np.geomspace(0.05, 5.0, check_integer(num, "num", 1))
 
 
 def _weight_sums(dist: Distances, q: Query, Y: np.ndarray, hs, kern: SmoothingKernel, loo: bool):
@@ -126,6 +127,7 @@ def nadaraya_watson(X, y, Xnew=None, bandwidth=None, kernel="gaussian", *, loo: 
     """
     X, y = check_data(X, y)
     Xnew = X if Xnew is None else check_data(X, Xnew=Xnew)[1]
+    loo = check_flag(loo, "loo")
     kern = smoothing_kernel(kernel)
     dist = Distances(X)
     k = int(power_of_two(np.max(np.abs(y))))

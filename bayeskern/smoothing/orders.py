@@ -59,7 +59,7 @@ def kde_orders(x0: float = 0.5, hs_bias=None, hs_var=None, ns=None, n_fixed: int
     """
     for value, name in ((x0, "x0"), (hs_bias, "hs_bias"), (hs_var, "hs_var"), (h_fixed, "h_fixed")):
         reject_complex(value, name)
-    x0 = float(check_number(x0, "x0"))
+    x0 = float(check_number(x0, "x0", scalar=True))
     hs_bias = np.geomspace(0.05, 0.4, 6) if hs_bias is None else _grid(hs_bias, "hs_bias")
     hs_var = np.geomspace(0.01, 0.08, 4) if hs_var is None else _grid(hs_var, "hs_var")
     ns = np.array([250, 500, 1000, 2000, 4000]) if ns is None else _sizes(ns)

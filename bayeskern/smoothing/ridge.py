@@ -8,7 +8,7 @@ from bayeskern._json import jsonable
 import scipy.linalg
 
 from bayeskern._linalg import cho_solve, cholesky, psd_eigh
-from bayeskern._validation import check_integer, check_number, check_seed, rng_from
+from bayeskern._validation import as_array, check_flag, check_integer, check_number, check_seed, rng_from
 from bayeskern.kernels import Kernel
 from bayeskern.smoothing._blocks import check_data, power_of_two, reject_complex, row_blocks, warn_at_grid_edge
 
@@ -49,8 +49,11 @@ class KernelRidgeResult:
 
 def default_lam_grid(K: np.ndarray, num: int = 25) -> np.ndarray:
     """Candidate λ: mean(diag 𝕂)·[10⁻⁶, 10²], `num` log-spaced values (λ is on the scale of 𝕂)."""
+    K = as_array(K, "K")
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0 or not np.all(np.isfinite(K)):
+        raise ValueError(f"K must be a finite, non-empty square Gram matrix, got shape {K.shape}")
     scale = float(np.mean(np.diag(K)))
-    return (scale if scale > 0 else 1.0) * np.geomspace(1e-6, 1e2, num)
+    return (scale if scale > 0 else 1.0) * np.geomspace(1e-6, 1e2, check_integer(num, "num", 1))
 
 
 def _loo_scores_eigen(lam_grid: np.ndarray, eig: np.ndarray, Q: np.ndarray, y: np.ndarray):
@@ -123,7 +126,7 @@ def kernel_ridge(kernel: Kernel, X, y, lam=None, Xnew=None, *, cv="loo", seed=0,
     Xnew = None if Xnew is None else check_data(X, Xnew=Xnew)[1]
     if not (cv == "loo" or (not isinstance(cv, bool) and isinstance(cv, int | np.integer))):
         raise ValueError(f"cv must be 'loo' or an integer number of folds k ≥ 2, got {cv!r}")
-    seed = check_seed(seed)
+    seed, loo = check_seed(seed), check_flag(loo, "loo")
     K = kernel.evaluate(X)  # 𝕂ⱼₖ = K(Xⱼ, Xₖ)
     if not np.all(np.isfinite(K)):
         raise ValueError("kernel gives non-finite values K(X, X) on this X: check its hyperparameters against the scale of X")
