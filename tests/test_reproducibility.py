@@ -114,12 +114,16 @@ def _numbers_apart(a, b, path="") -> list[str]:
     return [] if a == b else [f"{path}: {a!r} vs {b!r}"]
 
 
+SHIPPED_SPECS = sorted(p.name for p in (ROOT / "models").glob("*.toml"))
+
+
 @pytest.mark.slow
-def test_a_whole_run_gives_the_same_summary_on_a_cold_and_a_warm_cache(tmp_path):
+@pytest.mark.parametrize("spec", SHIPPED_SPECS)
+def test_a_whole_run_gives_the_same_summary_on_a_cold_and_a_warm_cache(tmp_path, spec):
     compiledir, summaries = tmp_path / "compiledir", []
     for phase in ("cold", "warm"):
         out = tmp_path / phase
-        _run(["-m", "bayeskern.cli", "run", "models/prml_sum_kernel.toml", "--out", str(out)], compiledir)
+        _run(["-m", "bayeskern.cli", "run", f"models/{spec}", "--out", str(out)], compiledir)
         summaries.append(json.loads((out / "summary.json").read_text()))
     # the bar: every number within 1e-9 relative (they are in fact bit-identical)
     assert _numbers_apart(*summaries) == []
