@@ -1,49 +1,56 @@
-"""Cholesky factorisation with escalating, reported jitter; triangular solves."""
+"""The package's one numerical rule: Cholesky with the rcond test and escalating, reported jitter; PSD up to round-off."""
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
 
 __all__ = [
-    "EPS", "JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "cho_solve", "cholesky", "loo_gaussian", "psd_eigh", "psd_tolerance", "solve_lower",
+    "EPS", "JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "cho_solve", "cholesky", "exact_cholesky", "loo_gaussian", "psd_eigh",
+    "psd_tolerance", "solve_lower",
 ]
 
 LOG_2PI = float(np.log(2 * np.pi))
 
-#: relative jitter tried in turn (times the mean of the diagonal) when a factorisation fails
-#: a factor whose reciprocal condition number (LAPACK pocon) is at most n·EPS is singular to round-off
-EPS = float(np.finfo(float).eps)
+#: machine epsilon of float64, read here and nowhere else in the package. A factor whose reciprocal
+#: condition number (LAPACK pocon) is at most n·EPS is singular to round-off
+EPS = float(np.finfo(np.float64).eps)
 
+#: relative jitter tried in turn (times the mean of the diagonal) when a factorisation fails
 JITTER_STEPS = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4)
 
 #: c in "PSD up to round-off": the smallest eigenvalue may be as low as −c·n·ε·λmax
 PSD_ROUNDOFF = 100
 
 
-def psd_tolerance(eigenvalues) -> float:
-    """c·n·ε·max|λ|, c = PSD_ROUNDOFF: eigenvalues above −this count as zero (PSD up to round-off)."""
+def psd_tolerance(eigenvalues, scale: float | None = None) -> float:
+    """c·n·ε·s, c = PSD_ROUNDOFF, s = max|λ| (or `scale`): eigenvalues above −this count as zero (PSD up to round-off)."""
     lam = np.asarray(eigenvalues)
-    return float(PSD_ROUNDOFF * len(lam) * EPS * np.max(np.abs(lam), initial=0.0))
+    s = float(np.max(np.abs(lam), initial=0.0)) if scale is None else float(scale)
+    return float(PSD_ROUNDOFF * len(lam) * EPS * s)
 
 
-def cholesky(A: np.ndarray, name: str = "matrix") -> tuple[np.ndarray, float]:
+def cholesky(A: np.ndarray, name: str = "matrix", before_jitter: Callable[[], None] | None = None) -> tuple[np.ndarray, float]:
     """Lower Cholesky factor L of A = L Lᵀ and the jitter added to the diagonal (0.0 if none).
 
-    Jitter is tried only after the exact factorisation fails, in the steps of `JITTER_STEPS`
-    relative to the mean diagonal; using any is announced with a RuntimeWarning. A factorisation of
-    a matrix singular to round-off (LAPACK's estimate 1/cond₁ ≤ n·ε) counts as failed: its
-    log-determinant would be noise (the same rule as the marginal likelihood's Op).
+    The one factorisation rule of the package (the marginal likelihood's Op applies the same one in
+    Numba): a factorisation of a matrix singular to round-off (LAPACK's estimate 1/cond₁ ≤ n·ε) counts
+    as failed, its log-determinant would be noise. After a failure `before_jitter` is called (it may
+    raise, e.g. a ValueError for a kernel that is not PSD, which jitter would only hide); then jitter is
+    tried in the steps of `JITTER_STEPS` relative to the mean diagonal, announced with a RuntimeWarning.
     """
-    L = _factor(A, 0.0)
+    L = exact_cholesky(A)
     if L is not None:
         return L, 0.0
+    if before_jitter is not None:
+        before_jitter()
     scale = float(np.mean(np.diag(A)))
     scale = scale if np.isfinite(scale) and scale > 0 else 1.0
     for step in JITTER_STEPS:
         jitter = step * scale
-        L = _factor(A, jitter)
+        L = exact_cholesky(A, jitter)
         if L is None:
             continue
         warnings.warn(
@@ -58,8 +65,8 @@ def cholesky(A: np.ndarray, name: str = "matrix") -> tuple[np.ndarray, float]:
     )
 
 
-def _factor(A: np.ndarray, jitter: float) -> np.ndarray | None:
-    """The lower Cholesky factor of A + jitter·I, or None if it fails or A is singular to round-off."""
+def exact_cholesky(A: np.ndarray, jitter: float = 0.0) -> np.ndarray | None:
+    """The lower Cholesky factor of A + jitter·I, or None if it fails or A is singular to round-off (1/cond₁ ≤ n·ε)."""
     B = A + jitter * np.eye(A.shape[0]) if jitter else A
     try:
         L = scipy.linalg.cholesky(B, lower=True, check_finite=False)
@@ -112,7 +119,7 @@ def psd_eigh(A: np.ndarray, name: str = "matrix", scale: float | None = None) ->
     except np.linalg.LinAlgError as err:
         raise ValueError(f"{name}: the eigendecomposition did not converge ({err})") from None
     magnitude = max(float(np.max(np.abs(lam), initial=0.0)), 0.0 if scale is None else abs(float(scale)))
-    floor = PSD_ROUNDOFF * A.shape[0] * EPS * max(magnitude, 1e-300)  # round-off scale c·n·ε·s
+    floor = psd_tolerance(lam, max(magnitude, 1e-300))  # round-off scale c·n·ε·s
     if lam[0] < -floor:
         raise ValueError(
             f"{name} is not positive semi-definite: smallest eigenvalue {lam[0]:.3g}, below the round-off scale {floor:.3g}"

@@ -12,13 +12,11 @@ import xarray as xr
 
 from bayeskern import blr, checks, gp
 from bayeskern._compile import exact_arithmetic
-from bayeskern._linalg import loo_gaussian
 from bayeskern.datasets import Data
 from bayeskern.fit import compare_eb_mcmc, diagnose, empirical_bayes, mcmc, predictive_bands
-from bayeskern.fit.plug_in import PlugIn
-from bayeskern.fit.predictive import factor
+from bayeskern.fit._plug_in import PlugIn
 from bayeskern.kernels import FeatureKernel
-from bayeskern._marginal import find_marginal
+from bayeskern.likelihood import find_likelihood
 from bayeskern.spec import FEATURES, Spec, parse_expression
 
 __all__ = ["Analysis", "Candidate", "run_analysis"]
@@ -86,71 +84,84 @@ def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None]
     """
     say = _quiet(say)
     seed = spec.seed if seed is None else seed
-    seconds: dict = {}
     data = spec.load_data()
     candidates = [Candidate(text, spec.model(text, data)) for text in spec.candidates]  # a bad spec fails here, before any output
     say(f"{spec.name}: {data.description}")
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if spec.empirical_bayes is not None:
-            for i, c in enumerate(candidates):
-                started, before = time.perf_counter(), len(caught)
-                say(f"empirical Bayes {i + 1}/{len(candidates)}: {c.expression} ({spec.empirical_bayes['restarts']} starts) …")
-                c.eb = empirical_bayes(c.model, seed=seed, **spec.empirical_bayes)
-                if len(candidates) > 1:  # say which candidate a warning is about
-                    for w in caught[before:]:
-                        w.message = f"{c.expression}: {w.message}"
-                say(f"  log p(t | θ̂) = {c.eb.log_marginal_likelihood:.4f}   ({time.perf_counter() - started:.1f} s)")
-            seconds["empirical_bayes"] = sum(c.eb.seconds for c in candidates)
+        seconds = _fit_candidates(spec, candidates, seed, say, caught)
         selected = 0 if len(candidates) == 1 else int(np.argmax([c.log_marginal_likelihood for c in candidates]))
-        chosen = candidates[selected]
-        obs, record = find_marginal(chosen.model)
-        plug_in = chosen.eb.plug_in if chosen.eb is not None else PlugIn(chosen.model, record)
+        result = Analysis(spec, data, seed, candidates, selected, point={}, seconds=seconds)
+        obs, record = find_likelihood(result.chosen.model)
+        plug_in = result.chosen.eb.plug_in if result.chosen.eb is not None else PlugIn(result.chosen.model, record)
         Xgrid = None if spec.grid is None else spec.grid[:, None]
-
-        result = Analysis(spec, data, seed, candidates, selected, point={})
         if spec.mcmc is not None:
-            settings = spec.mcmc
-            say(f"MCMC ({settings['sampler']}): {settings['chains']} chains × {settings['tune']} tuning + {settings['draws']} draws …")
-            started = time.perf_counter()
-            dt = mcmc(chosen.model, draws=settings["draws"], tune=settings["tune"], chains=settings["chains"],
-                      seed=seed, sampler=settings["sampler"], thin=settings["thin"], Xnew=Xgrid,
-                      target_accept=settings["target_accept"], progressbar=progressbar)
-            seconds["mcmc"] = time.perf_counter() - started
-            say(f"  done in {seconds['mcmc']:.1f} s")
-            result.idata = dt
-            result.diagnostics = diagnose(dt, warn=False)
-            result.loo = az.loo(dt)
-            result.loo_pit = np.asarray(az.loo_pit(dt)[obs.name].values)  # PSIS-weighted P(ỹᵢ ≤ tᵢ | t₋ᵢ)
-            if Xgrid is not None:
-                result.bands = predictive_bands(dt["posterior_predictive"].to_dataset(), prob=0.95)
-            if chosen.eb is not None:
-                result.comparison = compare_eb_mcmc(chosen.eb, dt, prob=0.95)
-        posterior = None if result.idata is None else result.idata["posterior"].to_dataset()
-        result.point = chosen.eb.params if chosen.eb is not None else {
-            name: posterior[name].mean(("chain", "draw")).values for name in plug_in.names}
-
-        numeric = plug_in.numeric(result.point)
-        L, _, _ = factor(numeric, None)  # C = K + σ²I (or ΦΣΦᵀ + σ²I) at the point
-        mean, var, _ = loo_gaussian(L, numeric.y)
-        result.loo_eb = (mean, np.sqrt(var))
-        if Xgrid is not None:
-            result.grid_eb = plug_in.posterior(result.point, Xnew=Xgrid, include_noise=spec.include_noise)
-            result.prior_draws = _prior_draws(chosen.model, plug_in, result.point, Xgrid, spec.report["prior_samples"], seed)
-        gram = numeric.kernel if numeric.kind == "gp" else FeatureKernel(numeric.features, numeric.prior_cov)
-        if spec.checks["psd"]:  # Mercer's condition on the data, at the point
-            result.checks["psd"] = checks.psd(gram, data.X)
-            result.spectrum = np.asarray(result.checks["psd"].eigenvalues)
-        else:
-            result.spectrum = np.linalg.eigvalsh(gram.evaluate(data.X))
-        if spec.checks["kernel_trick"] is not None:
-            say("kernel-trick audit: BLR in weight space against the GP with k = φᵀΣφ …")
-            result.checks["kernel_trick"], result.kernel_trick_curves = _kernel_trick(spec, data, numeric, Xgrid)
-    result.seconds = seconds
+            _sample(result, obs.name, Xgrid, say, progressbar)
+        _at_point(result, plug_in, Xgrid, say)
     said = [f"{w.category.__name__}: {' '.join(str(w.message).split())}" for w in caught if issubclass(w.category, UserWarning | RuntimeWarning)]
     result.warnings = list(dict.fromkeys(said))  # each distinct warning once, in order
     return result
+
+
+def _fit_candidates(spec: Spec, candidates: list, seed: int, say: Callable, caught: list) -> dict:
+    """Empirical Bayes for every candidate (when the spec asks for it); its warnings name the candidate."""
+    if spec.empirical_bayes is None:
+        return {}
+    for i, c in enumerate(candidates):
+        started, before = time.perf_counter(), len(caught)
+        say(f"empirical Bayes {i + 1}/{len(candidates)}: {c.expression} ({spec.empirical_bayes['restarts']} starts) …")
+        c.eb = empirical_bayes(c.model, seed=seed, **spec.empirical_bayes)
+        if len(candidates) > 1:  # say which candidate a warning is about
+            for w in caught[before:]:
+                w.message = f"{c.expression}: {w.message}"
+        say(f"  log p(t | θ̂) = {c.eb.log_marginal_likelihood:.4f}   ({time.perf_counter() - started:.1f} s)")
+    return {"empirical_bayes": sum(c.eb.seconds for c in candidates)}
+
+
+def _sample(result: Analysis, obs_name: str, Xgrid, say: Callable, progressbar: bool) -> None:
+    """MCMC over the chosen candidate's hyperparameters, its diagnostics, PSIS-LOO, bands, and EB against it."""
+    settings, chosen = result.spec.mcmc, result.chosen
+    say(f"MCMC ({settings['sampler']}): {settings['chains']} chains × {settings['tune']} tuning + {settings['draws']} draws …")
+    started = time.perf_counter()
+    dt = mcmc(chosen.model, draws=settings["draws"], tune=settings["tune"], chains=settings["chains"],
+              seed=result.seed, sampler=settings["sampler"], thin=settings["thin"], Xnew=Xgrid,
+              target_accept=settings["target_accept"], progressbar=progressbar)
+    result.seconds["mcmc"] = time.perf_counter() - started
+    say(f"  done in {result.seconds['mcmc']:.1f} s")
+    result.idata = dt
+    result.diagnostics = diagnose(dt, warn=False)
+    result.loo = az.loo(dt)
+    result.loo_pit = np.asarray(az.loo_pit(dt)[obs_name].values)  # PSIS-weighted P(ỹᵢ ≤ tᵢ | t₋ᵢ)
+    if Xgrid is not None:
+        result.bands = predictive_bands(dt["posterior_predictive"].to_dataset(), prob=0.95)
+    if chosen.eb is not None:
+        result.comparison = compare_eb_mcmc(chosen.eb, dt, prob=0.95)
+
+
+def _at_point(result: Analysis, plug_in: PlugIn, Xgrid, say: Callable) -> None:
+    """Point summaries at the EB optimum (or the posterior mean): LOO, the grid posterior, prior draws, the checks."""
+    spec, chosen = result.spec, result.chosen
+    if chosen.eb is not None:
+        result.point = chosen.eb.params
+    else:
+        posterior = result.idata["posterior"].to_dataset()
+        result.point = {name: posterior[name].mean(("chain", "draw")).values for name in plug_in.names}
+    numeric = plug_in.numeric(result.point)
+    conditioned = chosen.eb.conditioned if chosen.eb is not None else numeric.condition()
+    mean, var, _ = conditioned.loo  # p(tᵢ | t₋ᵢ, θ̂)
+    result.loo_eb = (mean, np.sqrt(var))
+    if Xgrid is not None:
+        result.grid_eb = conditioned.posterior(Xgrid, include_noise=spec.include_noise)
+        result.prior_draws = _prior_draws(chosen.model, plug_in, result.point, Xgrid, spec.report["prior_samples"], result.seed)
+    gram = conditioned.gram_kernel
+    if spec.checks["psd"]:  # Mercer's condition on the data, at the point
+        result.checks["psd"] = checks.psd(gram, result.data.X)
+        result.spectrum = np.asarray(result.checks["psd"].eigenvalues)
+    else:
+        result.spectrum = np.linalg.eigvalsh(gram.evaluate(result.data.X))
+    if spec.checks["kernel_trick"] is not None:
+        say("kernel-trick audit: BLR in weight space against the GP with k = φᵀΣφ …")
+        result.checks["kernel_trick"], result.kernel_trick_curves = _kernel_trick(spec, result.data, numeric, Xgrid)
 
 
 def _prior_draws(model, plug_in: PlugIn, point: dict, Xgrid, n_functions: int, seed: int) -> list:
@@ -163,8 +174,7 @@ def _prior_draws(model, plug_in: PlugIn, point: dict, Xgrid, n_functions: int, s
     settings = [point] + [{rv.name: np.asarray(d[j]) for rv, d in zip(rvs, draws, strict=True)} for j in range(5)]
     out = []
     for k, params in enumerate(settings):
-        r = plug_in.numeric(params)
-        kernel = r.kernel if r.kind == "gp" else FeatureKernel(r.features, r.prior_cov)
+        kernel = plug_in.numeric(params).gram_kernel()
         try:
             f = gp.prior_samples(kernel, Xgrid, n=n_functions, seed=seed + k)
         except ValueError:  # a prior draw whose kernel is not PSD on the grid: shown as an empty panel
@@ -181,15 +191,15 @@ def _kernel_trick(spec: Spec, data: Data, numeric, Xgrid):
     spec's) features.
     """
     options = spec.checks["kernel_trick"]
-    phi = parse_expression(options["features"], FEATURES) if "features" in options else numeric.features
-    own = numeric.kind == "blr" and "features" not in options
-    prior_cov = options.get("prior_cov", numeric.prior_cov if own else 1.0)
+    own = numeric.weight_space()  # (φ, Σ) of a BLR model; None for a GP
+    phi = parse_expression(options["features"], FEATURES) if "features" in options else own[0]
+    prior_cov = options.get("prior_cov", own[1] if own is not None and "features" not in options else 1.0)
     sigma = options.get("sigma", numeric.sigma)
-    kernel = numeric.kernel if numeric.kind == "gp" else FeatureKernel(phi, prior_cov)
+    kernel = numeric.gram_kernel() if own is None else FeatureKernel(phi, prior_cov)
     Xnew = data.X if Xgrid is None else Xgrid
     res = checks.kernel_trick(phi, prior_cov, data.X, data.y, sigma, Xnew=Xnew, kernel=kernel)
-    weight = blr.posterior(phi, data.X, data.y, sigma, prior_cov, Xnew=Xnew)
-    function = gp.posterior(kernel, data.X, data.y, sigma, Xnew=Xnew)
+    weight = blr.condition(phi, data.X, data.y, sigma, prior_cov).predict(Xnew)
+    function = gp.condition(kernel, data.X, data.y, sigma).predict(Xnew)
     curves = {"x": Xnew, "weight_mean": weight.mean, "weight_sd": weight.std, "function_mean": function.mean,
               "function_sd": function.std, "phi": repr(phi), "kernel": repr(kernel),
               "prior_cov": np.asarray(prior_cov).tolist(), "sigma": float(sigma)}

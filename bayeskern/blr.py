@@ -13,16 +13,17 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.linalg
 
-from bayeskern._linalg import LOG_2PI, _factor, cho_solve, solve_lower
-from bayeskern._marginal import MarginalGaussian
+from bayeskern._linalg import LOG_2PI, cho_solve, exact_cholesky, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
-    as_inputs, as_targets, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure,
-    offset_ratio, same_columns,
+    as_inputs, as_targets, check_flag, check_integer, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure,
+    offset_ratio, rng_from,
 )
-from bayeskern.features import design_matrix
+from bayeskern.conditioned import Conditioned
+from bayeskern.features import design_matrix, n_features
+from bayeskern.likelihood import Likelihood, attach
 
-__all__ = ["BLRPosterior", "likelihood", "posterior"]
+__all__ = ["BLRLikelihood", "BLRPosterior", "WeightSpaceBLR", "condition", "likelihood", "posterior"]
 
 
 def _prior_factor(S, M: int, lib):
@@ -85,8 +86,39 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
         name, pt.as_tensor_variable(Phi), S_t, sigma, dist=generate, logp=logp,
         signature=f"(n,m),{core},()->(n)", observed=t, **kwargs,
     )
-    obs.tag.bayeskern = MarginalGaussian("blr", X, t, sigma, features=features, prior_cov=S)
-    return obs
+    return attach(obs, BLRLikelihood(X, t, sigma, features, S))
+
+
+@dataclass(frozen=True)
+class BLRLikelihood(Likelihood):
+    """The record of t ~ N(0, ΦΣΦᵀ + σ²I) in a PyMC model: data, σ, the feature map and Σ (σ, Σ may be symbolic)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    sigma: object
+    features: object
+    prior_cov: object
+
+    def hyperparameters(self) -> list:
+        return [self.sigma, self.prior_cov]
+
+    def with_values(self, value) -> "BLRLikelihood":
+        return BLRLikelihood(self.X, self.y, float(value(self.sigma)), self.features, value(self.prior_cov))
+
+    def gram_kernel(self):
+        from bayeskern.kernels import FeatureKernel  # kernels import features; blr stays below kernels
+
+        return FeatureKernel(self.features, self.prior_cov)  # k = φᵀΣφ
+
+    def weight_space(self) -> tuple:
+        return self.features, self.prior_cov
+
+    def check_inputs(self, X: np.ndarray) -> None:
+        check_prior_cov(self.prior_cov, n_features(self.features, X.shape[1]))
+
+    def condition(self) -> "WeightSpaceBLR":
+        Phi = design_matrix(self.features, self.X, "features")
+        return WeightSpaceBLR(self.features, self.X, self.y, float(self.sigma), check_prior_cov(self.prior_cov, Phi.shape[1]), Phi)
 
 
 #: inputs farther from 0 than this many standard deviations sit "far from zero" (`offset_ratio`)
@@ -133,7 +165,7 @@ def _factor_precision(B: np.ndarray, features, X: np.ndarray) -> np.ndarray:
     round-off (the package's rule, `_linalg`) means that rounding ΨᵀΨ lost it: φ(X) spans too many
     orders of magnitude, typically because X sits far from 0 and the features are powers of x.
     """
-    LB = _factor(B, 0.0)
+    LB = exact_cholesky(B)
     if LB is not None:
         return LB
     raise ValueError(
@@ -155,49 +187,99 @@ class BLRPosterior(Posterior):
     weights_cov: np.ndarray
 
 
-@numerical_failure(
+class WeightSpaceBLR(Conditioned):
+    """The weight-space solver: B = I + ΨᵀΨ/σ² (M × M, Ψ = ΦL, Σ = LLᵀ) factorised once; no n × n matrix anywhere.
+
+    `weights_mean`: m_N = σ⁻² S_N Φᵀt. `weights_cov`: S_N = (Σ⁻¹ + σ⁻²ΦᵀΦ)⁻¹ (PRML 3.53–3.54). B's
+    eigenvalues are ≥ 1, so `jitter` is always 0.0. Costs O(nM²) once, O(mM²) per prediction.
+    """
+
+    def __init__(self, features, X: np.ndarray, t: np.ndarray, sigma: float, S: np.ndarray, Phi: np.ndarray):
+        self.features, self.X, self.targets, self.sigma, self.prior_cov, self.jitter = features, X, t, sigma, S, 0.0
+        check_weight_precision(Phi, S, sigma)
+        n, M = Phi.shape
+        self._prior_chol = L = _prior_factor(S, M, np)  # Σ = L Lᵀ
+        self._Psi = Psi = Phi @ L  # Ψ = Φ L
+        self._LB = LB = _factor_precision(np.eye(M) + Psi.T @ Psi / sigma**2, features, X)  # B = I + ΨᵀΨ/σ² = L_B L_Bᵀ
+        self._G = G = solve_lower(LB, L.T)  # S_N = L B⁻¹ Lᵀ = GᵀG
+        self.weights_cov = G.T @ G
+        self._v = v = cho_solve(LB, Psi.T @ t) / sigma**2  # v = B⁻¹Ψᵀt/σ² = L⁻¹m_N
+        self.weights_mean = L @ v  # m_N = σ⁻² S_N Φᵀ t   (PRML 3.53)
+        # log p(t) = −½[‖t − Φm_N‖²/σ² + m_NᵀΣ⁻¹m_N] − n log σ − ½ log|B| − n/2 log 2π
+        quad = np.sum((t - Psi @ v) ** 2) / sigma**2 + v @ v
+        self.log_marginal_likelihood = float(-0.5 * quad - n * np.log(sigma) - np.sum(np.log(np.diag(LB))) - 0.5 * n * LOG_2PI)
+
+    @property
+    def gram_kernel(self):
+        from bayeskern.kernels import FeatureKernel
+
+        return FeatureKernel(self.features, self.prior_cov)  # k = φᵀΣφ
+
+    def _latent(self, Xnew, full_cov):
+        Phi_new = design_matrix(self.features, Xnew)
+        mean = Phi_new @ self.weights_mean  # y(x) = m_Nᵀ φ(x)   (PRML 3.58)
+        H = self._G @ Phi_new.T  # Φ*S_NΦ*ᵀ = HᵀH
+        var = np.sum(H**2, axis=0)  # σ²_N(x) − σ² = φ(x)ᵀ S_N φ(x)   (PRML 3.59)
+        return mean, var, (H.T @ H if full_cov else None)
+
+    def _loo(self):
+        """Leave-one-out through Woodbury, O(nM²): C⁻¹ = σ⁻²(I − ΨB⁻¹Ψᵀ/σ²), only its diagonal formed."""
+        s2 = self.sigma**2
+        W = solve_lower(self._LB, self._Psi.T)  # ψᵢᵀB⁻¹ψᵢ = ‖L_B⁻¹ψᵢ‖²
+        d = (1.0 - np.sum(W**2, axis=0) / s2) / s2  # [C⁻¹]ᵢᵢ
+        r = (self.targets - self._Psi @ self._v) / s2  # C⁻¹t = σ⁻²(t − Ψv)
+        # μᵢ = tᵢ − [C⁻¹t]ᵢ/[C⁻¹]ᵢᵢ, σᵢ² = 1/[C⁻¹]ᵢᵢ (R&W 5.12), log N(tᵢ | μᵢ, σᵢ²) (R&W 5.10)
+        return self.targets - r / d, 1.0 / d, -0.5 * LOG_2PI + 0.5 * np.log(d) - 0.5 * r**2 / d
+
+    def prior_variance(self, Xnew) -> float:
+        return float(np.max(np.sum((design_matrix(self.features, Xnew) @ self._prior_chol) ** 2, axis=1), initial=0.0))
+
+    def sample(self, Xnew=None, n: int = 1, seed=None, include_noise: bool = False) -> np.ndarray:
+        """n draws (n, m) of f(Xnew) = Φ*w, w ~ N(m_N, S_N) (plus ε with `include_noise`), in weight space."""
+        n, rng = check_integer(n, "n", 1), rng_from(seed)
+        include_noise = check_flag(include_noise, "include_noise")
+        Phi_new = design_matrix(self.features, self._points(Xnew))
+        w = self.weights_mean + rng.standard_normal((n, len(self.weights_mean))) @ self._G  # w = m_N + Gᵀz, S_N = GᵀG
+        f = w @ Phi_new.T
+        return f + self.sigma * rng.standard_normal(f.shape) if include_noise else f
+
+    def posterior(self, Xnew=None, include_noise: bool = False) -> "BLRPosterior":
+        """The full posterior at `Xnew` as `BLRPosterior` (what `bayeskern.blr.posterior` returns)."""
+        p = self.predict(Xnew, include_noise=include_noise, full_cov=True)
+        return BLRPosterior(p.mean, p.cov, p.var, self.log_marginal_likelihood, p.include_noise, p.Xnew, self.weights_mean, self.weights_cov)
+
+
+_NUMERICAL_FAILURE = (
     "the features of X are numerically rank-deficient or too large for float64 (B = I + ΨᵀΨ/sigma², Ψ = Φ·chol(prior_cov), "
     "cannot be factorised), or X, Xnew, y or sigma make the posterior overflow: scale or center X and y, use fewer "
     "features, a smaller prior_cov or a larger sigma"
 )
+
+
+@numerical_failure(_NUMERICAL_FAILURE)
+def condition(features, X, y, sigma, prior_cov) -> WeightSpaceBLR:
+    """w ~ N(0, Σ), t = Φw + ε, ε ~ N(0, σ²I) conditioned on t, in weight space: O(nM²) once, no n × n matrix.
+
+    `features`: φ. `sigma`: σ > 0. `prior_cov`: Σ (scalar α⁻¹, vector, or SPD matrix). Returns a
+    `WeightSpaceBLR` with `.weights_mean`, `.weights_cov`, `.log_marginal_likelihood`, `.jitter`,
+    `.loo_log_predictive`, `.predict(Xnew, include_noise=False, full_cov=False)`, `.sample(Xnew, n, seed)`.
+    """
+    X = as_inputs(X, "X")
+    t = as_targets(y, X.shape[0], "y")
+    sigma = float(check_sigma(sigma, allow_zero=False))
+    Phi = design_matrix(features, X, "features")
+    S = check_prior_cov(prior_cov, Phi.shape[1])
+    if is_symbolic(S):
+        raise ValueError("prior_cov must be numeric here; random variables belong in likelihood()")
+    return WeightSpaceBLR(features, X, t, sigma, S, Phi)
+
+
+@numerical_failure(_NUMERICAL_FAILURE)
 def posterior(features, X, y, sigma, prior_cov, Xnew=None, include_noise: bool = False) -> BLRPosterior:
     """The exact posterior of w ~ N(0, Σ), t = Φw + ε, ε ~ N(0, σ²I), and its predictive at Xnew.
 
     `features`: φ. `sigma`: σ > 0. `prior_cov`: Σ (scalar α⁻¹, vector, or SPD matrix). `Xnew`:
     where to predict (X if not given). `include_noise`: whether `cov`/`var` are for f = Φ*w (False)
-    or for new observations (True).
+    or for new observations (True). The same as `condition(...).posterior(Xnew, include_noise)`.
     """
-    X = as_inputs(X, "X")
-    t = as_targets(y, X.shape[0], "y")
-    Xnew = X if Xnew is None else as_inputs(Xnew, "Xnew")
-    same_columns(X, Xnew, "X", "Xnew")
-    if is_symbolic(include_noise) or not isinstance(include_noise, bool | np.bool_):
-        raise ValueError(f"include_noise must be True or False, got {include_noise!r}")
-    sigma = float(check_sigma(sigma, allow_zero=False))
-    Phi = design_matrix(features, X, "features")
-    n, M = Phi.shape
-    S = check_prior_cov(prior_cov, M)
-    if is_symbolic(S):
-        raise ValueError("prior_cov must be numeric here; random variables belong in likelihood()")
-    check_weight_precision(Phi, S, sigma)
-
-    L = _prior_factor(S, M, np)  # Σ = L Lᵀ
-    Psi = Phi @ L  # Ψ = Φ L
-    LB = _factor_precision(np.eye(M) + Psi.T @ Psi / sigma**2, features, X)  # B = I + ΨᵀΨ/σ² = L_B L_Bᵀ
-    G = solve_lower(LB, L.T)  # S_N = L B⁻¹ Lᵀ = GᵀG
-    weights_cov = G.T @ G
-    v = cho_solve(LB, Psi.T @ t) / sigma**2  # v = B⁻¹Ψᵀt/σ² = L⁻¹m_N
-    weights_mean = L @ v  # m_N = σ⁻² S_N Φᵀ t   (PRML 3.53)
-
-    Phi_new = design_matrix(features, Xnew)
-    mean = Phi_new @ weights_mean  # y(x) = m_Nᵀ φ(x)   (PRML 3.58)
-    H = G @ Phi_new.T  # Φ*S_NΦ*ᵀ = HᵀH
-    cov, var = H.T @ H, np.sum(H**2, axis=0)  # σ²_N(x) − σ² = φ(x)ᵀ S_N φ(x)   (PRML 3.59)
-    if include_noise:
-        cov, var = cov + sigma**2 * np.eye(len(Xnew)), var + sigma**2
-    cov[np.diag_indices_from(cov)] = var
-
-    # log p(t) = −½[‖t − Φm_N‖²/σ² + m_NᵀΣ⁻¹m_N] − n log σ − ½ log|B| − n/2 log 2π
-    quad = np.sum((t - Psi @ v) ** 2) / sigma**2 + v @ v
-    lml = -0.5 * quad - n * np.log(sigma) - np.sum(np.log(np.diag(LB))) - 0.5 * n * LOG_2PI
-    return BLRPosterior(mean, cov, var, float(lml), bool(include_noise), Xnew, weights_mean, weights_cov)
+    return condition(features, X, y, sigma, prior_cov).posterior(Xnew, include_noise)

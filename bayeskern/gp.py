@@ -11,16 +11,16 @@ import pytensor.tensor as pt
 import scipy.linalg
 
 from bayeskern._gaussian_logp import gaussian_logp
-from bayeskern._linalg import EPS, LOG_2PI, PSD_ROUNDOFF, cho_solve, cholesky, loo_gaussian, psd_eigh, solve_lower
-from bayeskern._marginal import MarginalGaussian
+from bayeskern._linalg import EPS, LOG_2PI, cho_solve, cholesky, loo_gaussian, psd_eigh, psd_tolerance, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
-    as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, is_symbolic, numerical_failure,
-    offset_ratio, same_columns,
+    as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, offset_ratio,
 )
+from bayeskern.conditioned import Conditioned
 from bayeskern.kernels import Kernel
+from bayeskern.likelihood import Likelihood, attach
 
-__all__ = ["GPPosterior", "marginal_likelihood", "posterior", "prior_samples"]
+__all__ = ["ExactGP", "GPLikelihood", "GPPosterior", "condition", "marginal_likelihood", "posterior", "prior_samples"]
 
 
 def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, **kwargs):
@@ -53,8 +53,32 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, **kwargs):
     obs = pm.CustomDist(
         name, K, noise_var, dist=generate, logp=logp, signature="(n,n),()->(n)", observed=y_data, **kwargs
     )
-    obs.tag.bayeskern = MarginalGaussian("gp", X, y, sigma, kernel=kernel)
-    return obs
+    return attach(obs, GPLikelihood(X, y, sigma, kernel))
+
+
+@dataclass(frozen=True)
+class GPLikelihood(Likelihood):
+    """The record of t ~ N(0, K + σ²I) in a PyMC model: data, σ and the kernel (hyperparameters may be symbolic)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    sigma: object
+    kernel: Kernel
+
+    def hyperparameters(self) -> list:
+        return [self.sigma] + [v for node in self.kernel._walk() for v in node.hyperparameters.values()]
+
+    def with_values(self, value) -> "GPLikelihood":
+        return GPLikelihood(self.X, self.y, float(value(self.sigma)), self.kernel.map_hyperparameters(value))
+
+    def gram_kernel(self) -> Kernel:
+        return self.kernel
+
+    def check_inputs(self, X: np.ndarray) -> None:
+        self.kernel.full(X[:2])  # the graph is built, and the inputs checked, without compiling
+
+    def condition(self) -> "ExactGP":
+        return ExactGP(self.kernel, self.X, self.y, float(self.sigma))
 
 
 def prior_samples(kernel: Kernel, X, n: int = 1, seed=None) -> np.ndarray:
@@ -119,30 +143,23 @@ def _offset_hint(kernel: Kernel, X: np.ndarray) -> str:
     )
 
 
-def _factor(kernel: Kernel, X: np.ndarray, K: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, float]:
-    """Cholesky of C = K + σ²I; if it fails, K must be PSD up to round-off before jitter is tried.
+def _refuse_non_psd(kernel: Kernel, X: np.ndarray, K: np.ndarray) -> None:
+    """Before jitter is tried on K + σ²I: a ValueError if K is not PSD up to round-off, or spoilt by an offset.
 
-    A kernel that is not positive semi-definite on X (λmin(K) < −100·n·ε·λmax) gets a ValueError
-    naming it, rather than jitter or a factorisation traceback; so does a kernel whose K(X, X) is
-    spoilt by rounding because X sits far from 0 (`_offset_hint`), where jitter would only hide it.
-    A nearly singular PSD K gets the escalating jitter with a RuntimeWarning.
+    A kernel that is not positive semi-definite on X (λmin(K) < −c·n·ε·λmax, `_linalg.psd_tolerance`)
+    is named rather than jittered; so is a kernel whose K(X, X) is spoilt by rounding because X sits
+    far from 0 (`_offset_hint`), where jitter would only hide it.
     """
-    try:
-        return scipy.linalg.cholesky(C, lower=True, check_finite=False), 0.0
-    except np.linalg.LinAlgError:
-        pass
     hint = _offset_hint(kernel, X)
     if hint:
         raise ValueError(f"K(X, X) + sigma^2 I of the kernel {kernel!r} is not positive definite in floating point." + hint)
     lam = scipy.linalg.eigvalsh(0.5 * (K + K.T))
-    roundoff = len(K) * np.finfo(float).eps * max(float(np.max(np.abs(lam))), 1e-300)  # n·ε·λmax
-    if lam[0] < -PSD_ROUNDOFF * roundoff:
+    if lam[0] < -psd_tolerance(lam):
         raise ValueError(
             f"the kernel {kernel!r} is not positive semi-definite on X: K(X, X) has the eigenvalue "
-            f"{lam[0]:.3g} (largest {lam[-1]:.3g}), far below the round-off scale {roundoff:.3g}, so it is "
+            f"{lam[0]:.3g} (largest {lam[-1]:.3g}), far below the round-off scale {psd_tolerance(lam):.3g}, so it is "
             "not a valid GP covariance; see bayeskern.checks.psd(kernel, X) for the spectrum"
         )
-    return cholesky(C, name="K + sigma^2 I")
 
 
 def _warn_if_offset_spoils(kernel: Kernel, X: np.ndarray, K: np.ndarray, sigma: float) -> None:
@@ -166,47 +183,94 @@ def _duplicate_rows(X: np.ndarray) -> tuple[int, int] | None:
     return int(rows[0]), int(rows[1])
 
 
-@numerical_failure(
+def _refuse_duplicates_without_noise(X: np.ndarray, C: np.ndarray, sigma: float) -> None:
+    """σ = 0 and two equal rows of X: C is singular there, the noise-free posterior undefined."""
+    dup = _duplicate_rows(X) if sigma == 0.0 else None
+    if dup is None:
+        return
+    i, j = dup
+    if C[i, i] * C[j, j] - C[i, j] ** 2 <= 1e-12 * C[i, i] * C[j, j]:  # rows i and j of C coincide
+        raise ValueError(
+            f"X has duplicate rows ({i} and {j}) and sigma=0: the noise-free posterior is singular "
+            "there; give sigma > 0 or remove the duplicates"
+        )
+
+
+class ExactGP(Conditioned):
+    """The exact solver: C = K + σ²I factorised once by Cholesky (the package's rule, `_linalg.cholesky`).
+
+    `chol`: L with C (+ jitter) = L Lᵀ. `alpha`: α = C⁻¹t, the dual weights of the mean
+    m(x) = Σᵢ αᵢ k(xᵢ, x). Each prediction at m points costs O(n²m), never a refactorisation.
+    """
+
+    def __init__(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma: float):
+        self.kernel, self.X, self.targets, self.sigma = kernel, X, t, sigma
+        K = kernel.evaluate(X)
+        C = K + sigma**2 * np.eye(len(X))  # C_N = K + β⁻¹I   (PRML 6.62)
+        _refuse_duplicates_without_noise(X, C, sigma)
+        self.chol, self.jitter = cholesky(C, "K + sigma^2 I", before_jitter=lambda: _refuse_non_psd(kernel, X, K))
+        _warn_if_offset_spoils(kernel, X, K, sigma)
+        self.alpha = cho_solve(self.chol, t)  # α = C⁻¹t
+        # log p(t) = −½ tᵀC⁻¹t − ½ log|C| − n/2 log 2π, with log|C| = 2 Σ log Lᵢᵢ
+        lml = -0.5 * t @ self.alpha - np.sum(np.log(np.diag(self.chol))) - 0.5 * len(X) * LOG_2PI
+        self.log_marginal_likelihood = float(lml)
+
+    @property
+    def gram_kernel(self) -> Kernel:
+        return self.kernel
+
+    def _latent(self, Xnew, full_cov):
+        Ks = self.kernel.evaluate(self.X, Xnew)  # k(xᵢ, x*) for every training xᵢ, (n, m)
+        mean = Ks.T @ self.alpha  # m(x*) = kᵀ C⁻¹ t   (PRML 6.66)
+        V = solve_lower(self.chol, Ks)  # V = L⁻¹k, so kᵀC⁻¹k = VᵀV
+        if not full_cov:  # k(x*, x*) − kᵀ C⁻¹ k, the diagonal only
+            return mean, np.clip(self.kernel.evaluate(Xnew, diag=True) - np.sum(V**2, axis=0), 0.0, None), None
+        cov = self.kernel.evaluate(Xnew) - V.T @ V  # K** − kᵀ C⁻¹ k   (PRML 6.67, c without β⁻¹)
+        var = np.clip(np.diag(cov), 0.0, None)  # round-off can make a tiny variance negative
+        cov[np.diag_indices_from(cov)] = var
+        return mean, var, cov
+
+    def _loo(self):
+        return loo_gaussian(self.chol, self.targets)
+
+    def prior_variance(self, Xnew) -> float:
+        return float(np.max(np.abs(self.kernel.evaluate(Xnew, diag=True)), initial=0.0))
+
+    def posterior(self, Xnew=None, include_noise: bool = False) -> "GPPosterior":
+        """The full posterior at `Xnew` as `GPPosterior` (what `bayeskern.gp.posterior` returns)."""
+        p = self.predict(Xnew, include_noise=include_noise, full_cov=True)
+        return GPPosterior(
+            p.mean, p.cov, p.var, self.log_marginal_likelihood, p.include_noise, p.Xnew, self.jitter, self.alpha, self.chol, self.targets
+        )
+
+
+_NUMERICAL_FAILURE = (
     "X, Xnew, y or sigma is too large or too small for float64 (K(X, X) + sigma² I cannot be factorised even with "
     "jitter, or the posterior overflows): scale or center X and y, or check the kernel's hyperparameters and sigma"
 )
+
+
+@numerical_failure(_NUMERICAL_FAILURE)
+def condition(kernel: Kernel, X, y, sigma) -> ExactGP:
+    """A zero-mean GP with kernel k conditioned on t = f(X) + ε, ε ~ N(0, σ²I): C = K + σ²I factorised once.
+
+    `sigma`: σ ≥ 0; σ = 0 is noise-free interpolation. Jitter is added only if the factorisation fails
+    (a RuntimeWarning; `.jitter` says how much). Returns an `ExactGP` with `.log_marginal_likelihood`,
+    `.jitter`, `.loo_log_predictive`, `.predict(Xnew, include_noise=False, full_cov=False)` and
+    `.sample(Xnew, n, seed)`: predictions reuse the factorisation.
+    """
+    X = as_inputs(X, "X")
+    t = as_targets(y, X.shape[0], "y")
+    kernel, sigma = check_kernel(kernel), float(check_sigma(sigma, allow_zero=True))
+    return ExactGP(kernel, X, t, sigma)
+
+
+@numerical_failure(_NUMERICAL_FAILURE)
 def posterior(kernel: Kernel, X, y, sigma, Xnew=None, include_noise: bool = False) -> GPPosterior:
     """The exact posterior of a zero-mean GP with kernel k, given t = f(X) + ε, ε ~ N(0, σ²I).
 
     `sigma`: σ ≥ 0; σ = 0 is noise-free interpolation. `Xnew`: where to predict (X if not given).
     `include_noise`: whether `cov`/`var` are for f(Xnew) (False) or for new observations (True).
-    C = K + σ²I is factorised by Cholesky; jitter is added only if that fails, and reported.
+    The same as `condition(kernel, X, y, sigma).posterior(Xnew, include_noise)`.
     """
-    X = as_inputs(X, "X")
-    t = as_targets(y, X.shape[0], "y")
-    Xnew = X if Xnew is None else as_inputs(Xnew, "Xnew")
-    same_columns(X, Xnew, "X", "Xnew")
-    kernel, sigma = check_kernel(kernel), float(check_sigma(sigma, allow_zero=True))
-    if is_symbolic(include_noise) or not isinstance(include_noise, bool | np.bool_):
-        raise ValueError(f"include_noise must be True or False, got {include_noise!r}")
-
-    Kx = kernel.evaluate(X)
-    C = Kx + sigma**2 * np.eye(len(X))  # C_N = K + β⁻¹I   (PRML 6.62)
-    dup = _duplicate_rows(X) if sigma == 0.0 else None
-    if dup is not None:
-        i, j = dup
-        if C[i, i] * C[j, j] - C[i, j] ** 2 <= 1e-12 * C[i, i] * C[j, j]:  # rows i and j of C coincide
-            raise ValueError(
-                f"X has duplicate rows ({i} and {j}) and sigma=0: the noise-free posterior is singular "
-                "there; give sigma > 0 or remove the duplicates"
-            )
-    L, jitter = _factor(kernel, X, Kx, C)
-    _warn_if_offset_spoils(kernel, X, Kx, sigma)
-    alpha = cho_solve(L, t)  # α = C⁻¹t
-    Ks = kernel.evaluate(X, Xnew)  # k(xᵢ, x*) for every training xᵢ, (n, m)
-    mean = Ks.T @ alpha  # m(x*) = kᵀ C⁻¹ t   (PRML 6.66)
-    V = solve_lower(L, Ks)  # V = L⁻¹k, so kᵀC⁻¹k = VᵀV
-    cov = kernel.evaluate(Xnew) - V.T @ V  # K** − kᵀ C⁻¹ k   (PRML 6.67, c without β⁻¹)
-    var = np.clip(np.diag(cov), 0.0, None)  # round-off can make a tiny variance negative
-    if include_noise:
-        cov = cov + sigma**2 * np.eye(len(Xnew))  # c = k(x, x) + β⁻¹
-        var = var + sigma**2
-    cov[np.diag_indices_from(cov)] = var
-    # log p(t) = −½ tᵀC⁻¹t − ½ log|C| − n/2 log 2π, with log|C| = 2 Σ log Lᵢᵢ
-    lml = -0.5 * t @ alpha - np.sum(np.log(np.diag(L))) - 0.5 * len(X) * LOG_2PI
-    return GPPosterior(mean, cov, var, float(lml), bool(include_noise), Xnew, jitter, alpha, L, t)
+    return condition(kernel, X, y, sigma).posterior(Xnew, include_noise)

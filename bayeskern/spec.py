@@ -21,9 +21,9 @@ import pytensor
 import pytensor.tensor as pt
 
 from bayeskern import blr, datasets, features, gp, kernels
-from bayeskern._marginal import find_marginal
 from bayeskern._validation import check_prior_cov, check_seed
-from bayeskern.fit.plug_in import PlugIn
+from bayeskern.fit._plug_in import PlugIn
+from bayeskern.likelihood import find_likelihood
 
 __all__ = ["MAX_GRID", "MAX_N", "MAX_PRIOR_SAMPLES", "MAX_SEED", "MAX_SIZE", "PRIORS", "Spec", "SpecError", "check_spec_seed", "load",
            "parse_expression", "parse_kernel"]
@@ -407,13 +407,9 @@ def _check_priors(path, model: pm.Model) -> dict:
 def _check_at(path, key: str, candidate: str, model: pm.Model, data: datasets.Data, params: dict) -> None:
     """Build the candidate with its priors at `params` as numbers, as a fit does at every step: what does
     not fit the data (ARD length scales for another number of columns …) is a SpecError naming `key`."""
-    record = find_marginal(model)[1]
+    record = find_likelihood(model)[1]
     try:
-        numeric = PlugIn(model, record).numeric(params)
-        if numeric.kernel is not None:
-            numeric.kernel.full(data.X[:2])  # the graph is built, and the inputs checked, without compiling
-        else:
-            check_prior_cov(numeric.prior_cov, features.n_features(numeric.features, data.X.shape[1]))
+        PlugIn(model, record).numeric(params).check_inputs(data.X)
     except (ValueError, TypeError, IndexError) as err:
         shaped = ", ".join(f"{rv.name} {tuple(rv.type.shape)}" for rv in model.free_RVs if rv.ndim)
         hint = f" (priors with a shape: {shaped})" if shaped else ""

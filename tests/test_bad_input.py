@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 import bayeskern as bk
 from bayeskern import kernels as K
+from bayeskern.fit._plug_in import PlugIn
 
 PUBLIC_MODULES = (bk.kernels, bk.features, bk.gp, bk.blr, bk.fit, bk.checks, bk.smoothing, bk.ntk, bk.datasets)
 
@@ -159,7 +160,7 @@ def _fake_mcmc_tree():
 def _fake_eb():
     """An EmpiricalBayesResult as a record (compare_eb_mcmc checks its arguments before using it)."""
     laplace = bk.fit.Laplace({"ell": 0.1}, np.eye(1), ("ell",), True)
-    return bk.fit.EmpiricalBayesResult({"ell": 0.5}, -3.0, -3.0, False, True, 0.0, {"ell": False}, 10, 0.0, (), laplace, 0.1, 0.1, None)
+    return bk.fit.EmpiricalBayesResult({"ell": 0.5}, -3.0, -3.0, False, True, 0.0, {"ell": False}, 10, 0.0, (), laplace, 0.1, 0.1, None, None)
 
 
 def _fake_predictive():
@@ -259,11 +260,27 @@ REGISTRY: dict[str, Case] = {
                                     {"features": "features", "X": "X", "y": "y", "sigma": "scale", "prior_cov": "array", "Xnew": "X",
                                      "include_noise": "flag"}),
     # fit: the models are built (cheap) but never compiled or sampled here
-    "bayeskern.fit.PlugIn": Case(lambda model, record: bk.fit.PlugIn(model, record),
-                                 lambda: (lambda m: {"model": m, "record": _record(m)})(_gp_model()),
-                                 {"model": "model", "record": "object"}, use=lambda p: p.posterior({"ell": 0.5}).mean),
-    "bayeskern.fit.PlugIn.numeric": Case(lambda params: _plug_in().numeric(params), lambda: {"params": {"ell": 0.5}},
-                                         {"params": "dict"}, use=lambda r: (r.sigma, r.kernel.evaluate(X))),
+    "bayeskern.gp.condition": Case(bk.gp.condition, lambda: {"kernel": RBF05(), "X": X.copy(), "y": Y.copy(), "sigma": 0.1},
+                                   {"kernel": "kernel", "X": "X", "y": "y", "sigma": "scale"}, use=lambda c: (c.predict(XNEW).mean, c.loo)),
+    "bayeskern.gp.condition.predict": Case(lambda Xnew, include_noise, full_cov: _conditioned_gp().predict(Xnew, include_noise, full_cov),
+                                           lambda: {"Xnew": XNEW.copy(), "include_noise": False, "full_cov": True},
+                                           {"Xnew": "X", "include_noise": "flag", "full_cov": "flag"}),
+    "bayeskern.gp.condition.sample": Case(lambda Xnew, n, seed: _conditioned_gp().sample(Xnew, n, seed),
+                                          lambda: {"Xnew": XNEW.copy(), "n": 2, "seed": 0}, {"Xnew": "X", "n": "int", "seed": "seed"}),
+    "bayeskern.blr.condition": Case(bk.blr.condition, lambda: {"features": POLY2(), "X": X.copy(), "y": Y.copy(), "sigma": 0.1, "prior_cov": 1.0},
+                                    {"features": "features", "X": "X", "y": "y", "sigma": "scale", "prior_cov": "array"},
+                                    use=lambda c: (c.predict(XNEW).mean, c.loo)),
+    "bayeskern.blr.condition.predict": Case(lambda Xnew, include_noise, full_cov: _conditioned_blr().predict(Xnew, include_noise, full_cov),
+                                            lambda: {"Xnew": XNEW.copy(), "include_noise": True, "full_cov": False},
+                                            {"Xnew": "X", "include_noise": "flag", "full_cov": "flag"}),
+    "bayeskern.blr.condition.sample": Case(lambda Xnew, n, seed: _conditioned_blr().sample(Xnew, n, seed),
+                                           lambda: {"Xnew": XNEW.copy(), "n": 2, "seed": 0}, {"Xnew": "X", "n": "int", "seed": "seed"}),
+    # internal, but given a record from outside by the fitters: the same promises
+    "bayeskern.fit._plug_in.PlugIn": Case(lambda model, record: PlugIn(model, record),
+                                          lambda: (lambda m: {"model": m, "record": _record(m)})(_gp_model()),
+                                          {"model": "model", "record": "object"}, use=lambda p: p.condition({"ell": 0.5}).predict().mean),
+    "bayeskern.fit._plug_in.PlugIn.numeric": Case(lambda params: _plug_in().numeric(params), lambda: {"params": {"ell": 0.5}},
+                                                  {"params": "dict"}, use=lambda r: (r.sigma, r.kernel.evaluate(X))),
     "bayeskern.fit.compare_eb_mcmc": Case(bk.fit.compare_eb_mcmc, lambda: {"eb": _fake_eb(), "dt": _fake_mcmc_tree(), "prob": 0.9},
                                           {"eb": "object", "dt": "object", "prob": "prob"}, samples=True),
     "bayeskern.fit.diagnose": Case(bk.fit.diagnose, lambda: {"dt": _fake_mcmc_tree(), "rhat_max": 1.01, "ess_min": 10.0, "ebfmi_min": 0.3, "warn": False},
@@ -390,7 +407,17 @@ REGISTRY.update({f"bayeskern.features.{name}.__call__": _call_case(make) for nam
 @cache
 def _plug_in():
     model = _gp_model()
-    return bk.fit.PlugIn(model, _record(model))
+    return PlugIn(model, _record(model))
+
+
+@cache
+def _conditioned_gp():
+    return bk.gp.condition(RBF05(), X, Y, 0.1)
+
+
+@cache
+def _conditioned_blr():
+    return bk.blr.condition(POLY2(), X, Y, 0.1, 1.0)
 
 
 #: public names with no bad-input case of their own, and why
@@ -408,6 +435,9 @@ EXEMPT = {
     "bayeskern.smoothing.SmootherComparison": "result", "bayeskern.ntk.NTKDynamics": "result", "bayeskern.datasets.Data": "result",
     # a record of profile functions, built by smoothing_kernel(name), which has its cases
     "bayeskern.smoothing.SmoothingKernel": "built by smoothing_kernel",
+    # solvers and likelihood records: built by condition() / the likelihood functions, which have their cases
+    "bayeskern.gp.ExactGP": "built by gp.condition", "bayeskern.blr.WeightSpaceBLR": "built by blr.condition",
+    "bayeskern.gp.GPLikelihood": "built by gp.marginal_likelihood", "bayeskern.blr.BLRLikelihood": "built by blr.likelihood",
     # warning classes
     "bayeskern.fit.FitWarning": "warning", "bayeskern.smoothing.SmoothingWarning": "warning",
 }
@@ -706,29 +736,22 @@ def test_predictive_draw_accepts_round_off_of_a_pinned_down_posterior():
     is still refused.
     """
     from bayeskern._linalg import psd_eigh
-    from bayeskern.fit.predictive import _prior_variance, _sample
 
     t = np.full(8, 2.0)
     X8, Xn = np.linspace(0, 1, 8)[:, None], np.linspace(0, 1, 5)[:, None]
     kernel = 4.0 * K.RBF(1e3)
-    post = bk.gp.posterior(kernel, X8, t, sigma=1e-4, Xnew=Xn)
+    conditioned = bk.gp.condition(kernel, X8, t, sigma=1e-4)
+    post = conditioned.posterior(Xn)
     assert np.linalg.eigvalsh(post.cov)[0] < 0  # the round-off this test is about
     with pytest.raises(ValueError, match="not positive semi-definite"):
         psd_eigh(post.cov, "the predictive covariance")  # the old scale: λmax of the difference
-    record = _record_of(kernel, X8, t, 1e-4)
-    assert _prior_variance(record, Xn) == pytest.approx(4.0, rel=1e-12)  # k(x, x) = 4 for the scaled RBF
-    f = _sample(post.mean, post.cov, _prior_variance(record, Xn), np.random.default_rng(0))
+    assert conditioned.prior_variance(Xn) == pytest.approx(4.0, rel=1e-12)  # k(x, x) = 4 for the scaled RBF
+    f = conditioned.sample(Xn, 1, np.random.default_rng(0))[0]
     # the draw is the mean up to the posterior sd (≤ √7e-9 ≈ 1e-4): t = 2 everywhere
     np.testing.assert_allclose(f, 2.0, atol=1e-3)
     bad = np.array([[1.0, 2.0], [2.0, 1.0]])  # eigenvalues 3 and −1: not PSD at any scale
     with pytest.raises(ValueError, match="not positive semi-definite"):
         psd_eigh(bad, "a matrix", scale=4.0)
-
-
-def _record_of(kernel, X_, t, sigma):
-    from bayeskern._marginal import MarginalGaussian
-
-    return MarginalGaussian("gp", X_, t, sigma, kernel=kernel)
 
 
 def test_symbolic_hyperparameters_are_still_taken():

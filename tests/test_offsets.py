@@ -179,8 +179,13 @@ def test_periodic_reduces_huge_differences_exactly():
 def test_non_stationary_kernel_far_from_zero_warns_and_says_to_centre():
     u, t, _ = _data(1)
     for kernel in (K.Linear() + K.RBF(1.0), K.PRML(1.0, 4.0, 0.0, 1.0)):
-        # at 1e6 the posterior mean is off by ~1e-2 (against a Sherman–Morrison reference): say so
+        # at 1e4 rounding n·ε·max|K| is no longer small against σ²: say so
         with pytest.warns(RuntimeWarning, match=r"may be inaccurate.*far from zero.*Centre X"):
+            bk.gp.posterior(kernel, 1e4 + u, t, SIGMA)
+        # at 1e6 the posterior mean would be off by ~1e-2 (against a Sherman–Morrison reference), and C is
+        # singular to round-off (1/cond₁ ≤ n·ε, the package's one factorisation rule, under which the
+        # likelihood's Op gives −inf): a ValueError with the same advice, not a number
+        with pytest.raises(ValueError, match=r"not positive definite in floating point.*far from zero.*Centre X"):
             bk.gp.posterior(kernel, 1e6 + u, t, SIGMA)
         with warnings.catch_warnings():
             warnings.simplefilter("error")

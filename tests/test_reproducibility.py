@@ -25,7 +25,7 @@ _FIT = """
 import json, warnings
 import numpy as np, pymc as pm
 import bayeskern as bk
-from bayeskern._marginal import find_marginal
+from bayeskern.likelihood import find_likelihood
 from bayeskern.fit.empirical_bayes import _Objective
 
 warnings.simplefilter("ignore")
@@ -34,7 +34,7 @@ f64 = np.float64
 with pm.Model() as model:
     amp, ls, s = pm.HalfNormal("amp", f64(2.0)), pm.HalfNormal("ls", f64(3.0)), pm.HalfNormal("s", f64(1.0))
     bk.gp.marginal_likelihood("y", X, y, amp * bk.kernels.RBF(ls), s)
-objective = _Objective(model, find_marginal(model)[0], include_prior=False)
+objective = _Objective(model, find_likelihood(model)[0], include_prior=False)
 at = [objective(z) for z in (np.full(3, -1.0), np.array([-7.0, -6.0, -5.0]))]
 fit = bk.fit.empirical_bayes(model, restarts=2, seed=0).to_dict()
 fit.pop("seconds"), fit.pop("compile_seconds")

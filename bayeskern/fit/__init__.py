@@ -2,11 +2,11 @@
 
 from bayeskern.fit.compare import EBvsMCMC, compare_eb_mcmc
 from bayeskern.fit.diagnostics import Diagnostics, diagnose
-from bayeskern.fit.empirical_bayes import EmpiricalBayesResult, FitWarning, Laplace, Optimum, empirical_bayes
+from bayeskern.fit.empirical_bayes import EmpiricalBayesResult, Laplace, Optimum, empirical_bayes
 from bayeskern.fit.evidence import EvidenceResult, evidence_approximation
 from bayeskern.fit.mcmc import mcmc
-from bayeskern.fit.plug_in import PlugIn
 from bayeskern.fit.predictive import predictive_bands
+from bayeskern.fit.warning import FitWarning
 
 __all__ = [
     "Diagnostics",
@@ -16,7 +16,6 @@ __all__ = [
     "FitWarning",
     "Laplace",
     "Optimum",
-    "PlugIn",
     "compare_eb_mcmc",
     "diagnose",
     "empirical_bayes",

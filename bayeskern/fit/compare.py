@@ -6,10 +6,8 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
-from bayeskern._linalg import loo_gaussian
 from bayeskern._validation import check_probability
 from bayeskern.fit.empirical_bayes import EmpiricalBayesResult
-from bayeskern.fit.predictive import factor
 
 __all__ = ["EBvsMCMC", "compare_eb_mcmc"]
 
@@ -65,8 +63,7 @@ def compare_eb_mcmc(eb: EmpiricalBayesResult, dt: xr.DataTree, prob: float = 0.9
             "lower": _plain(lower), "upper": _plain(upper), "z": _plain((np.asarray(value) - mean) / sd),
             "eb_in_interval": bool(np.all((lower <= value) & (value <= upper))),
         }
-    L, _, _ = factor(eb.plug_in.numeric(eb.params), None)  # C = K + σ²I (GP) or ΦΣΦᵀ + σ²I (BLR) at the optimum
-    elpd_eb = float(np.sum(loo_gaussian(L, eb.plug_in.record.y)[2]))
+    elpd_eb = float(np.sum(eb.conditioned.loo_log_predictive))  # Σ log p(tᵢ | t₋ᵢ, θ̂), the model conditioned at the optimum
     loo = az.loo(dt)
 
     gap, ratio = None, None

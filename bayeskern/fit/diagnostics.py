@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 
 from bayeskern._validation import check_number
-from bayeskern.fit.empirical_bayes import FitWarning
+from bayeskern.fit.warning import FitWarning
 
 __all__ = ["Diagnostics", "diagnose"]
 

@@ -16,11 +16,12 @@ from pytensor.graph.traversal import ancestors
 
 from bayeskern._compile import compiled_graph
 from bayeskern._gaussian_logp import GaussianLogp
-from bayeskern._marginal import find_marginal
-from bayeskern._validation import check_integer, check_model, check_seed
-from bayeskern.fit.plug_in import PlugIn
+from bayeskern._validation import check_flag, check_integer, check_model, check_seed
+from bayeskern.fit._plug_in import PlugIn
+from bayeskern.fit.warning import FitWarning
+from bayeskern.likelihood import find_likelihood
 
-__all__ = ["EmpiricalBayesResult", "FitWarning", "Laplace", "Optimum", "empirical_bayes"]
+__all__ = ["EmpiricalBayesResult", "Laplace", "Optimum", "empirical_bayes"]
 
 #: a coordinate is "at the edge of its support" when it has run out to |z| ≥ AT_BOUND_Z in PyMC's
 #: unconstrained space (e^±8: a factor 3000 from 1 for a log-transformed parameter) AND the objective
@@ -37,10 +38,6 @@ STOP_GRAD, ROUND_OFF_GAIN = 1e-4, 1e-11
 #: two optima are one if their objectives differ by less than this (flat directions, such as an ARD
 #: length scale running off to infinity, leave the coordinates themselves undetermined)
 LML_SAME = 1e-4
-
-
-class FitWarning(UserWarning):
-    """A fit finished, but its answer needs a second look (not converged, at a bound, several optima)."""
 
 
 @dataclass(frozen=True)
@@ -82,10 +79,11 @@ class EmpiricalBayesResult:
     that edge (its natural value in the limit, e.g. 0.0 for a scale running to 0; elements not at
     the edge keep their value), for the parameters at it. Where on the flat way out the optimiser
     stopped is a matter of round-off, so `params` there is only "somewhere near the edge".
-    `n_evaluations`: value-and-gradient evaluations over all restarts. `jitter`: added to the diagonal
-    of C when factorising at the optimum (0.0 normally). `optima`: the distinct optima, best first.
-    `laplace`: the Laplace approximation at the optimum. `seconds`: wall time, `compile_seconds` of it
-    spent compiling.
+    `n_evaluations`: value-and-gradient evaluations over all restarts. `conditioned`: the model
+    conditioned at the optimum (`bayeskern.conditioned.Conditioned`), factorised once; `jitter` (added
+    to C's diagonal, 0.0 normally) and `log_marginal_likelihood` are both read from that one
+    factorisation. `optima`: the distinct optima, best first. `laplace`: the Laplace approximation at
+    the optimum. `seconds`: wall time, `compile_seconds` of it spent compiling.
     """
 
     params: dict
@@ -102,6 +100,7 @@ class EmpiricalBayesResult:
     seconds: float
     compile_seconds: float
     plug_in: PlugIn = field(repr=False)
+    conditioned: object = field(repr=False)
     bound: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -120,18 +119,21 @@ class EmpiricalBayesResult:
 
     def posterior(self, Xnew=None, include_noise: bool = False):
         """The exact GP/BLR posterior with the hyperparameters at the optimum (`gp.posterior`/`blr.posterior`)."""
-        return self.plug_in.posterior(self.params, Xnew=Xnew, include_noise=include_noise)
+        return self.conditioned.posterior(Xnew, include_noise)
 
 
 def _with_jitter(logp):
-    """The graph with the marginal Gaussian's Op swapped for its escalating-jitter twin, and the jitter it used."""
+    """The graph with the marginal Gaussian's Op swapped for its escalating-jitter twin (finite where C needs jitter).
+
+    The jitter itself is read from the model conditioned at the optimum, with the log marginal likelihood.
+    """
     nodes = [v.owner for v in ancestors([logp]) if v.owner is not None and isinstance(v.owner.op, GaussianLogp)]
     if len(nodes) != 1:
-        return logp, pt.constant(0.0)
+        return logp
     node = nodes[0]
     twin = GaussianLogp(jitter=True)(*node.inputs)
     (logp,) = graph_replace([logp], dict(zip(node.outputs, twin, strict=True)), strict=False)
-    return logp, twin[3]
+    return logp
 
 
 class _Objective:
@@ -142,7 +144,7 @@ class _Objective:
         self.point = model.initial_point()
         self.value_vars = model.value_vars
         terms = [obs] + (list(model.free_RVs) if include_prior else [])
-        logp, jitter = _with_jitter(model.logp(vars=terms, jacobian=False))
+        logp = _with_jitter(model.logp(vars=terms, jacobian=False))
         unused = [model.values_to_rvs[v].name for v in self.value_vars if v not in set(ancestors([logp]))]
         if unused:
             raise ValueError(
@@ -153,8 +155,8 @@ class _Objective:
         grad = pt.concatenate([pt.grad(logp, v).ravel() for v in self.value_vars])
         natural = [pt.as_tensor_variable(v).ravel() for v in model.replace_rvs_by_values(model.free_RVs)]
         natural = pt.concatenate(natural) if natural else pt.zeros(0)
-        [logp, grad, jitter, natural], z = join_nonshared_inputs(self.point, [logp, grad, jitter, natural], self.value_vars)
-        self._value_and_grad = compiled_graph([z], [logp, grad, jitter])
+        [logp, grad, natural], z = join_nonshared_inputs(self.point, [logp, grad, natural], self.value_vars)
+        self._value_and_grad = compiled_graph([z], [logp, grad])
         # vectorize: one batched graph instead of a Scan over rows (0.2 s to compile instead of 0.7 s)
         jac = pytensor.gradient.jacobian(natural, z, vectorize=True)
         self._natural = compiled_graph([z], [natural, jac])
@@ -171,7 +173,7 @@ class _Objective:
 
     def __call__(self, z):
         self.n_evaluations += 1
-        f, g, self.last_jitter = self._value_and_grad(z)
+        f, g = self._value_and_grad(z)
         return float(f), np.asarray(g, dtype=np.float64)
 
     def params(self, z) -> dict:
@@ -340,29 +342,35 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
     from the priors (`seed`). Warns (FitWarning) when not converged, at a bound, or when restarts
     find different optima.
     """
-    model, seed = check_model(model), check_seed(seed)
     started = time.perf_counter()
-    model = pm.modelcontext(model)
-    restarts = check_integer(restarts, "restarts", 1)
-    maxiter = check_integer(maxiter, "maxiter", 1)
-    if not isinstance(include_prior, bool):
-        raise ValueError(f"include_prior must be True or False, got {include_prior!r}")
-    obs, record = find_marginal(model)
+    model, seed = pm.modelcontext(check_model(model)), check_seed(seed)
+    restarts, maxiter = check_integer(restarts, "restarts", 1), check_integer(maxiter, "maxiter", 1)
+    include_prior = check_flag(include_prior, "include_prior")
+    obs, record = find_likelihood(model)
     if not model.free_RVs:
         raise ValueError("the model has no free random variables: there are no hyperparameters to fit")
-
     objective = _Objective(model, obs, include_prior)
     plug_in = PlugIn(model, record)
-    z_initial = objective.flat(objective.point)
-    f_initial = objective(z_initial)[0]  # also compiles
+    _check_initial_point(objective)
     compile_seconds = time.perf_counter() - started
-    if not np.isfinite(f_initial):
+    runs = _optimise(model, objective, restarts, seed, maxiter)
+    result = _result(objective, plug_in, runs, include_prior, time_started=started, compile_seconds=compile_seconds)
+    _warn(result)
+    return result
+
+
+def _check_initial_point(objective: _Objective) -> None:
+    """The objective at the model's initial point must be finite (this first call also compiles it)."""
+    if not np.isfinite(objective(objective.flat(objective.point))[0]):
         raise ValueError(
             "the log marginal likelihood is not finite at the model's initial point: K + sigma^2 I is "
             "not positive definite there (or a prior gives zero density); set initval on the "
             "hyperparameters or check the kernel"
         )
 
+
+def _optimise(model, objective: _Objective, restarts: int, seed, maxiter: int) -> list:
+    """One L-BFGS-B run per start (continued past cliffs), the finite ones, best first."""
     runs = []
     for z0 in _starts(model, objective, restarts, seed):
         res = _past_cliffs(objective, _maximise(objective, z0, maxiter), maxiter)
@@ -373,20 +381,12 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
             "every start ended where K + sigma^2 I cannot be factorised, even with jitter: check the kernel "
             "(is it positive semi-definite?) and the priors' supports"
         )
-    runs.sort(key=lambda r: r.fun)
-    best = runs[0]
-    z = best.x
-    owners = objective.coordinate_owner()
-    edges = {id(res): _at_edge(objective, res.x)[0] for res in runs}
-    at_bound_coord = edges[id(best)]
-    at_bound = {name: bool(np.any(at_bound_coord[[o == name for o in owners]])) for name in dict.fromkeys(owners)}
+    return sorted(runs, key=lambda r: r.fun)
 
-    def converged(res) -> bool:
-        free = ~edges[id(res)]
-        return bool(np.max(np.abs(res.jac[free]), initial=0.0) <= GRAD_TOL)  # not res.success: L-BFGS-B
-        # reports a failed line search when it reaches the round-off floor of the objective
 
-    optima: list[tuple] = []  # (run, starts)
+def _group_optima(runs: list) -> list[tuple]:
+    """Runs whose objectives differ by less than LML_SAME are one optimum: (best run of it, number of starts)."""
+    optima: list[tuple] = []
     for res in runs:
         for k, (other, count) in enumerate(optima):
             if abs(res.fun - other.fun) < LML_SAME:
@@ -394,40 +394,40 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
                 break
         else:
             optima.append((res, 1))
+    return optima
 
-    n_eval_before_laplace = objective.n_evaluations
-    laplace = _laplace(objective, z, owners, at_bound_coord)
-    objective.n_evaluations = n_eval_before_laplace
-    params = objective.params(z)
-    objective(z)
-    jitter = float(objective.last_jitter)  # what the factorisation at the optimum needed
-    objective.n_evaluations -= 1
+
+def _conditioned_at(plug_in: PlugIn, params: dict):
+    """The model conditioned at `params`; its jitter is reported once, by `_warn`, not as a RuntimeWarning here."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # the same jitter, reported once below
-        fitted = plug_in.posterior(params, Xnew=record.X[:1])
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return plug_in.condition(params)
+
+
+def _result(objective: _Objective, plug_in: PlugIn, runs: list, include_prior: bool, *, time_started, compile_seconds):
+    """The result at the best run: edges, convergence, optima, and the model conditioned there."""
+    owners = objective.coordinate_owner()
+    edges = {id(res): _at_edge(objective, res.x)[0] for res in runs}
+    n_evaluations = objective.n_evaluations  # the Laplace step below is not part of the search
+
+    def converged(res) -> bool:  # not res.success: L-BFGS-B reports a failed line search at the objective's round-off floor
+        return bool(np.max(np.abs(res.jac[~edges[id(res)]]), initial=0.0) <= GRAD_TOL)
 
     def lml(res) -> float:
-        return -res.fun if not include_prior else plug_in.posterior(objective.params(res.x), Xnew=record.X[:1]).log_marginal_likelihood
+        return -res.fun if not include_prior else _conditioned_at(plug_in, objective.params(res.x)).log_marginal_likelihood
 
-    result = EmpiricalBayesResult(
-        params=params,
-        log_marginal_likelihood=float(fitted.log_marginal_likelihood),
-        objective=float(-best.fun),
-        include_prior=include_prior,
-        converged=converged(best),
-        grad_norm=float(np.max(np.abs(best.jac), initial=0.0)),
-        at_bound=at_bound,
-        n_evaluations=objective.n_evaluations,
-        jitter=jitter,
-        optima=tuple(Optimum(objective.params(r.x), float(-r.fun), float(lml(r)), converged(r), c) for r, c in optima),
-        laplace=laplace,
-        seconds=time.perf_counter() - started,
-        compile_seconds=compile_seconds,
-        plug_in=plug_in,
-        bound=_bound(objective, z, at_bound_coord),
+    best, edge = runs[0], edges[id(runs[0])]
+    params = objective.params(best.x)
+    conditioned = _conditioned_at(plug_in, params)
+    optima = tuple(Optimum(objective.params(r.x), float(-r.fun), float(lml(r)), converged(r), c) for r, c in _group_optima(runs))
+    return EmpiricalBayesResult(
+        params=params, log_marginal_likelihood=conditioned.log_marginal_likelihood, objective=float(-best.fun),
+        include_prior=include_prior, converged=converged(best), grad_norm=float(np.max(np.abs(best.jac), initial=0.0)),
+        at_bound={name: bool(np.any(edge[[o == name for o in owners]])) for name in dict.fromkeys(owners)},
+        n_evaluations=n_evaluations, jitter=conditioned.jitter, optima=optima, laplace=_laplace(objective, best.x, owners, edge),
+        seconds=time.perf_counter() - time_started, compile_seconds=compile_seconds, plug_in=plug_in,
+        conditioned=conditioned, bound=_bound(objective, best.x, edge),
     )
-    _warn(result)
-    return result
 
 
 def _warn(result: EmpiricalBayesResult) -> None:

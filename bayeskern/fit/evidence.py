@@ -7,7 +7,7 @@ import numpy as np
 
 from bayeskern._validation import as_inputs, as_targets, check_finite_result, check_integer, check_number, numerical_failure
 from bayeskern.features import design_matrix
-from bayeskern.fit.empirical_bayes import FitWarning
+from bayeskern.fit.warning import FitWarning
 
 __all__ = ["EvidenceResult", "evidence_approximation"]
 
@@ -97,7 +97,7 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
             FitWarning,
             stacklevel=2,
         )
-    fitted = blr.posterior(features, X, t, sigma=beta**-0.5, prior_cov=1.0 / alpha, Xnew=X[:1])
+    fitted = blr.condition(features, X, t, sigma=beta**-0.5, prior_cov=1.0 / alpha)
     lam = beta * eig
     return EvidenceResult(
         alpha, beta, float(np.sum(lam / (alpha + lam))), fitted.log_marginal_likelihood, fitted.weights_mean, iteration, converged

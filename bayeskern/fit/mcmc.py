@@ -10,11 +10,11 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from bayeskern._compile import exact_arithmetic
-from bayeskern._marginal import find_marginal
 from bayeskern._validation import as_inputs, check_integer, check_model, int_seed, same_columns
-from bayeskern.fit.empirical_bayes import FitWarning
-from bayeskern.fit.plug_in import PlugIn
+from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit.predictive import draw_quantities
+from bayeskern.fit.warning import FitWarning
+from bayeskern.likelihood import find_likelihood
 
 __all__ = ["SAMPLERS", "mcmc"]
 
@@ -52,7 +52,7 @@ def mcmc(
     """
     model, seed = check_model(model), int_seed(seed)
     model = pm.modelcontext(model)
-    obs, record = find_marginal(model)
+    obs, record = find_likelihood(model)
     draws = check_integer(draws, "draws", 1)
     tune = check_integer(tune, "tune", 0)
     chains = check_integer(chains, "chains", 1)

@@ -1,0 +1,76 @@
+"""The record a marginal Gaussian likelihood leaves in a PyMC model, and how `bayeskern.fit` finds it.
+
+A record says what t ~ N(0, C) was built from — a kernel (`bayeskern.gp.GPLikelihood`, C = K + σ²I) or
+a feature map (`bayeskern.blr.BLRLikelihood`, C = ΦΣΦᵀ + σ²I) — and answers for itself: its symbolic
+hyperparameters, a numeric copy, its Gram kernel, its conditioned model. Fitters ask it; they never
+branch on which one it is.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+import numpy as np
+
+from bayeskern._validation import is_symbolic
+
+__all__ = ["Likelihood", "attach", "find_likelihood"]
+
+
+class Likelihood(ABC):
+    """t ~ N(0, C) with data `X`, `y` and noise sd `sigma` (a number or a PyMC random variable)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    sigma: object
+
+    @abstractmethod
+    def hyperparameters(self) -> list:
+        """Every hyperparameter value of C (σ first), numbers and PyMC expressions alike."""
+
+    @abstractmethod
+    def with_values(self, value: Callable) -> "Likelihood":
+        """A copy with every hyperparameter v replaced by value(v) (a number, for a numeric record)."""
+
+    @abstractmethod
+    def gram_kernel(self):
+        """The kernel k with K(X, X) the prior covariance of f (the model's kernel, or φᵀΣφ)."""
+
+    @abstractmethod
+    def check_inputs(self, X: np.ndarray) -> None:
+        """A ValueError if the hyperparameters do not fit inputs like X (checked without compiling anything)."""
+
+    @abstractmethod
+    def condition(self):
+        """The conditioned model (`bayeskern.conditioned.Conditioned`) of a numeric record."""
+
+    def weight_space(self) -> tuple | None:
+        """(φ, Σ) when the model is a regression on features, w ~ N(0, Σ); None for a kernel model."""
+        return None
+
+    def symbols(self) -> list:
+        """The symbolic hyperparameters (PyMC expressions), each once."""
+        seen = {}
+        for v in self.hyperparameters():
+            if is_symbolic(v):
+                seen.setdefault(id(v), v)
+        return list(seen.values())
+
+
+def attach(obs, record: Likelihood):
+    """Tag the observed variable `obs` with its record (the tag survives PyMC's model cloning)."""
+    obs.tag.bayeskern = record
+    return obs
+
+
+def find_likelihood(model) -> tuple[object, Likelihood]:
+    """The observed variable of `model` and its likelihood record; a ValueError if there is none."""
+    observed = list(model.observed_RVs)
+    tagged = [v for v in observed if isinstance(getattr(v.tag, "bayeskern", None), Likelihood)]
+    if len(observed) != 1 or len(tagged) != 1:
+        names = ", ".join(v.name for v in observed) or "none"
+        raise ValueError(
+            "the model needs exactly one observed variable, a marginal Gaussian likelihood made by "
+            "bayeskern.gp.marginal_likelihood or bayeskern.blr.likelihood(collapsed=True); "
+            f"its observed variables are: {names}"
+        )
+    return tagged[0], tagged[0].tag.bayeskern

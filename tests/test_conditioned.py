@@ -1,0 +1,191 @@
+"""The conditioned core: factor once, predict many times; the exact and the weight-space solvers behind one interface."""
+
+import time
+import tracemalloc
+
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+
+import bayeskern as bk
+from bayeskern import kernels as K
+from bayeskern.conditioned import Conditioned, Prediction
+
+RNG = np.random.default_rng(3)
+X = np.sort(RNG.uniform(-2, 2, 40))[:, None]
+Y = np.sin(2 * X[:, 0]) + 0.1 * RNG.standard_normal(40)
+XNEW = np.linspace(-2.5, 2.5, 23)[:, None]
+KERNEL = 1.5 * K.RBF(0.7) + K.Constant(0.3) + 0.2 * K.Linear()
+PHI = bk.features.GaussianBasis(np.linspace(-2, 2, 9), 0.6, bias=True)
+S = np.linspace(0.5, 2.0, 10)  # a diagonal prior covariance of the 10 weights
+
+
+def _loo_reference(C: np.ndarray, t: np.ndarray):
+    """numpy, from R&W 5.12: μᵢ = tᵢ − [C⁻¹t]ᵢ/[C⁻¹]ᵢᵢ, σᵢ² = 1/[C⁻¹]ᵢᵢ, and log N(tᵢ | μᵢ, σᵢ²)."""
+    Ci = np.linalg.inv(C)
+    d, a = np.diag(Ci), Ci @ t
+    mean, var = t - a / d, 1 / d
+    return mean, var, -0.5 * np.log(2 * np.pi * var) - 0.5 * (t - mean) ** 2 / var
+
+
+def test_gp_condition_predicts_what_gp_posterior_gives():
+    conditioned = bk.gp.condition(KERNEL, X, Y, 0.2)
+    assert isinstance(conditioned, Conditioned)
+    post = bk.gp.posterior(KERNEL, X, Y, 0.2, Xnew=XNEW)
+    full = conditioned.predict(XNEW, full_cov=True)
+    # the same arithmetic on the same factor: 1e-10 (mean) / 1e-9 (cov) leave room only for summation order
+    np.testing.assert_allclose(full.mean, post.mean, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(full.cov, post.cov, rtol=0, atol=1e-9)
+    assert conditioned.log_marginal_likelihood == post.log_marginal_likelihood and conditioned.jitter == post.jitter == 0.0
+    diag = conditioned.predict(XNEW)  # without full_cov: the diagonal only, no m × m matrix
+    assert isinstance(diag, Prediction) and diag.cov is None
+    np.testing.assert_allclose(diag.var, np.diag(post.cov), rtol=0, atol=1e-12)
+    noisy = conditioned.predict(XNEW, include_noise=True)
+    np.testing.assert_allclose(noisy.var, diag.var + 0.04, rtol=1e-14)  # σ² = 0.2²
+    np.testing.assert_allclose(conditioned.loo_log_predictive, _loo_reference(KERNEL.evaluate(X) + 0.04 * np.eye(40), Y)[2], rtol=1e-9)
+
+
+def test_blr_condition_predicts_what_blr_posterior_gives():
+    conditioned = bk.blr.condition(PHI, X, Y, 0.2, S)
+    post = bk.blr.posterior(PHI, X, Y, 0.2, S, Xnew=XNEW, include_noise=True)
+    full = conditioned.predict(XNEW, include_noise=True, full_cov=True)
+    np.testing.assert_allclose(full.mean, post.mean, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(full.cov, post.cov, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(conditioned.weights_mean, post.weights_mean)
+    np.testing.assert_array_equal(conditioned.weights_cov, post.weights_cov)
+    assert conditioned.log_marginal_likelihood == post.log_marginal_likelihood and conditioned.jitter == 0.0
+
+
+def test_the_kernel_trick_through_the_conditioned_interface():
+    weight = bk.blr.condition(PHI, X, Y, 0.2, S)
+    function = bk.gp.condition(K.FeatureKernel(PHI, S), X, Y, 0.2)
+    a, b = weight.predict(XNEW, full_cov=True), function.predict(XNEW, full_cov=True)
+    # two routes (M × M Woodbury against n × n Cholesky) to the same numbers: agreement to 1e-7, the issue's bar
+    np.testing.assert_allclose(a.mean, b.mean, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(a.cov, b.cov, rtol=0, atol=1e-7)
+    assert weight.log_marginal_likelihood == pytest.approx(function.log_marginal_likelihood, rel=1e-7)
+    for left, right in zip(weight.loo, function.loo, strict=True):  # the Woodbury LOO against the n × n one
+        np.testing.assert_allclose(left, right, rtol=1e-7)
+
+
+def test_weight_space_loo_equals_the_n_by_n_formula():
+    conditioned = bk.blr.condition(PHI, X, Y, 0.2, S)
+    Phi = PHI(X)
+    reference = _loo_reference(Phi @ np.diag(S) @ Phi.T + 0.04 * np.eye(40), Y)
+    for ours, theirs in zip(conditioned.loo, reference, strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9)  # C here has condition ~1e3: inv loses ≲ 1e-12
+
+
+def test_predicting_and_sampling_never_refactorise(monkeypatch):
+    import bayeskern.gp as gp_module
+
+    calls = []
+    real = gp_module.cholesky
+    monkeypatch.setattr(gp_module, "cholesky", lambda *a, **k: calls.append(1) or real(*a, **k))
+    conditioned = bk.gp.condition(KERNEL, X, Y, 0.2)
+    for _ in range(3):
+        conditioned.predict(XNEW), conditioned.predict(XNEW, full_cov=True), conditioned.sample(XNEW, 2, seed=0)
+    _ = conditioned.loo_log_predictive
+    assert calls == [1]  # once, in the constructor
+
+
+@pytest.mark.parametrize("solver", ["gp", "blr"])
+def test_samples_have_the_predictive_mean_and_covariance(solver):
+    conditioned = bk.gp.condition(KERNEL, X, Y, 0.2) if solver == "gp" else bk.blr.condition(PHI, X, Y, 0.2, S)
+    Xs = XNEW[::4]
+    draws = conditioned.sample(Xs, 20_000, seed=1)
+    p = conditioned.predict(Xs, full_cov=True)
+    sd = np.sqrt(np.diag(p.cov))
+    # Monte Carlo: the sample mean is within 5 standard errors sd/√20000 of the mean, covariances within
+    # 5 standard errors of a sample covariance, ≤ √(2/20000)·sdᵢsdⱼ
+    assert np.all(np.abs(draws.mean(axis=0) - p.mean) <= 5 * sd / np.sqrt(20_000) + 1e-12)
+    np.testing.assert_allclose(np.cov(draws.T), p.cov, rtol=0, atol=5 * np.sqrt(2 / 20_000) * sd.max() ** 2)
+    np.testing.assert_array_equal(draws, conditioned.sample(Xs, 20_000, seed=1))  # the seed fixes the draws
+
+
+def test_predicting_at_20000_points_stays_small():
+    Xt = np.linspace(0, 1, 300)[:, None]
+    conditioned = bk.gp.condition(K.RBF(0.1), Xt, np.sin(6 * Xt[:, 0]), 0.1)
+    Xnew = np.linspace(0, 1, 20_000)[:, None]
+    conditioned.predict(Xnew[:10])  # compile the kernel graphs outside the measurement
+    tracemalloc.start()
+    prediction = conditioned.predict(Xnew)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert prediction.cov is None and prediction.mean.shape == (20_000,)
+    assert peak < 400 * 2**20  # the issue's bound; the 20,000² covariance alone would be 3.2 GB
+    np.testing.assert_allclose(prediction.mean[::1000], conditioned.predict(Xnew[::1000], full_cov=True).mean, rtol=0, atol=1e-12)
+
+
+def test_blr_at_200000_points_costs_no_n_by_n():
+    rng = np.random.default_rng(0)
+    Xb = rng.uniform(-2, 2, (200_000, 1))
+    yb = np.sin(2 * Xb[:, 0]) + 0.1 * rng.standard_normal(200_000)
+    phi = bk.features.GaussianBasis(np.linspace(-2, 2, 11), 0.5, bias=True)  # M = 12
+    phi(Xb[:5])  # compile outside the measurement
+    tracemalloc.start()
+    started = time.perf_counter()
+    conditioned = bk.blr.condition(phi, Xb, yb, 0.1, 1.0)
+    prediction = conditioned.predict(np.linspace(-2, 2, 500)[:, None])
+    loo = conditioned.loo_log_predictive
+    seconds = time.perf_counter() - started
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert seconds < 3.0 and peak < 2**30  # the issue's bounds; one 200,000² matrix would be 320 GB
+    assert np.all(np.isfinite(prediction.mean)) and loo.shape == (200_000,)
+    np.testing.assert_allclose(prediction.mean, np.sin(2 * np.linspace(-2, 2, 500)), atol=0.05)  # 11 bumps fit sin well
+
+
+def test_mcmc_predictive_of_a_blr_model_builds_no_n_by_n():
+    """The per-draw LOO and predictive of `fit.mcmc` on N = 20,000: an N × N matrix would need 3.2 GB."""
+    from bayeskern.fit._plug_in import PlugIn
+    from bayeskern.fit.predictive import draw_quantities
+    from bayeskern.likelihood import find_likelihood
+
+    rng = np.random.default_rng(1)
+    Xb = rng.uniform(-2, 2, (20_000, 1))
+    yb = np.sin(2 * Xb[:, 0]) + 0.1 * rng.standard_normal(20_000)
+    with pm.Model() as model:
+        s = pm.HalfNormal("s", 1.0)
+        bk.blr.likelihood("y", Xb, yb, bk.features.Polynomial(5), 1.0, s, collapsed=True)
+    plug_in = PlugIn(model, find_likelihood(model)[1])
+    posterior = xr.Dataset({"s": (("chain", "draw"), np.array([[0.1, 0.11, 0.09]]))}, coords={"chain": [0], "draw": [0, 1, 2]})
+    plug_in.condition({"s": 0.1})  # compile outside the measurement
+    tracemalloc.start()
+    log_lik, predictive, jitter = draw_quantities(plug_in, posterior, "y", "y_dim_0", Xnew=np.linspace(-2, 2, 50)[:, None], seed=0)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2**30 and jitter == 0.0
+    assert log_lik["y"].shape == (1, 3, 20_000) and np.all(np.isfinite(log_lik["y"].values))
+    exact = bk.blr.condition(bk.features.Polynomial(5), Xb, yb, 0.11, 1.0).loo_log_predictive
+    np.testing.assert_allclose(log_lik["y"].values[0, 1], exact, rtol=1e-12)  # draw 1 is s = 0.11
+
+
+def _rbf_model(Xd, yd):
+    with pm.Model() as model:
+        amp, ell, s = pm.HalfNormal("amp", 2.0), pm.HalfNormal("ell", 2.0), pm.HalfNormal("s", 1.0)
+        bk.gp.marginal_likelihood("y", Xd, yd, amp * K.RBF(ell), s)
+    return model
+
+
+def test_eb_reports_jitter_and_evidence_of_one_factorisation():
+    result = bk.fit.empirical_bayes(_rbf_model(X, Y), restarts=2, seed=0)
+    assert result.jitter == result.conditioned.jitter
+    assert result.log_marginal_likelihood == result.conditioned.log_marginal_likelihood
+    p = result.params
+    again = bk.gp.condition(p["amp"] * K.RBF(p["ell"]), X, Y, p["s"])  # conditioned independently at the optimum
+    assert again.log_marginal_likelihood == pytest.approx(result.log_marginal_likelihood, rel=1e-12)
+    assert result.objective == pytest.approx(result.log_marginal_likelihood, rel=1e-9)  # the Op's value, same rule
+    np.testing.assert_allclose(result.posterior(XNEW).mean, again.predict(XNEW).mean, rtol=0, atol=1e-10)
+
+
+def test_the_likelihood_record_survives_model_cloning():
+    from pymc.model.fgraph import clone_model
+
+    model = _rbf_model(X, Y)
+    original = bk.fit.empirical_bayes(model, restarts=1, seed=0)
+    cloned = bk.fit.empirical_bayes(clone_model(model), restarts=1, seed=0)
+    assert cloned.params == pytest.approx(original.params, rel=1e-12)
+    # the clone lists the free variables in another order: the same optimum, reached by another path, to round-off
+    assert cloned.log_marginal_likelihood == pytest.approx(original.log_marginal_likelihood, rel=1e-12)
