@@ -21,6 +21,9 @@ JITTER_STEPS = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4)
 #: c in "PSD up to round-off": the smallest eigenvalue may be as low as −c·n·ε·λmax
 PSD_ROUNDOFF = 100
 
+#: the smallest positive normal float64 (read from np.finfo here only, like EPS): a floor for a divisor that may be 0
+TINY = float(np.finfo(float).tiny)
+
 
 def psd_tolerance(eigenvalues) -> float:
     """c·n·ε·max|λ|, c = PSD_ROUNDOFF: eigenvalues above −this count as zero (PSD up to round-off)."""

@@ -17,7 +17,7 @@ class EvidenceResult:
     """α̂, β̂ maximising the evidence of w ~ N(0, α⁻¹I), t = Φw + ε, ε ~ N(0, β⁻¹I) (PRML §3.5).
 
     `gamma`: γ = Σᵢ λᵢ/(α + λᵢ), the effective number of well-determined parameters.
-    `log_evidence`: ln p(t | α̂, β̂) (PRML 3.86). `weights_mean`: m_N at α̂, β̂.
+    `log_marginal_likelihood`: ln p(t | α̂, β̂) (PRML 3.86; `log_evidence` is its former name). `weights_mean`: m_N at α̂, β̂.
     `n_iterations`, `converged`: how the fixed point ended. `sigma` = β̂^(-1/2), `prior_cov` = 1/α̂:
     the same model in the parametrisation of `bayeskern.blr`.
     """
@@ -25,10 +25,15 @@ class EvidenceResult:
     alpha: float
     beta: float
     gamma: float
-    log_evidence: float
+    log_marginal_likelihood: float
     weights_mean: np.ndarray
     n_iterations: int
     converged: bool
+
+    @property
+    def log_evidence(self) -> float:
+        """The former name of `log_marginal_likelihood`, ln p(t | α̂, β̂)."""
+        return self.log_marginal_likelihood
 
     @property
     def sigma(self) -> float:
