@@ -22,7 +22,8 @@ class PSDCheck:
     λₙ/λ₁ (inf when λ₁ ≤ 0). `jitter`: the smallest diagonal jitter with which Cholesky succeeds —
     0.0 if none is needed, else the first of `JITTER_STEPS` × mean diagonal that works, None if none
     does. `passed`: λ₁ ≥ −c·n·ε·max|λ| with c = `PSD_ROUNDOFF` (100), `_linalg.psd_tolerance`: PSD up
-    to round-off (`is_psd` is the same flag under its former name). `asymmetry`: max|K − Kᵀ| / max|K| (a kernel must be symmetric; K is symmetrised before eigh).
+    to round-off (`is_psd` is the same flag under its former name).
+    `asymmetry`: max|K − Kᵀ| / max|K| (a kernel must be symmetric; K is symmetrised before eigh).
     `verdict`: one sentence for a person.
     """
 
