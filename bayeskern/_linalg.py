@@ -24,6 +24,9 @@ JITTER_STEPS = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4)
 #: c in "PSD up to round-off": the smallest eigenvalue may be as low as −c·n·ε·λmax
 PSD_ROUNDOFF = 100
 
+#: the smallest positive normal float64 (read from np.finfo here only, like EPS): a floor for a divisor that may be 0
+TINY = float(np.finfo(float).tiny)
+
 
 def psd_tolerance(eigenvalues, scale: float | None = None) -> float:
     """c·n·ε·s, c = PSD_ROUNDOFF, s = max|λ| (or `scale`): eigenvalues above −this count as zero (PSD up to round-off)."""

@@ -13,7 +13,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.linalg
 
-from bayeskern._linalg import LOG_2PI, cho_solve, exact_cholesky, solve_lower
+from bayeskern._linalg import EPS, LOG_2PI, cho_solve, exact_cholesky, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
     as_inputs, as_targets, check_flag, check_integer, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure,
@@ -124,7 +124,7 @@ class BLRLikelihood(Likelihood):
 #: inputs farther from 0 than this many standard deviations sit "far from zero" (`offset_ratio`)
 _FAR_FROM_ZERO = 10.0
 #: a column-scaled Φ with a condition number above 1/√ε has a ΦᵀΦ that is singular to round-off
-_ILL_CONDITIONED = 1.0 / np.sqrt(np.finfo(np.float64).eps)
+_ILL_CONDITIONED = 1.0 / np.sqrt(EPS)
 
 
 def _offset_advice(X: np.ndarray) -> str:

@@ -11,8 +11,8 @@ from pytensor.tensor.variable import TensorConstant
 from scipy.special import gammaln
 
 from bayeskern._compile import compiled
-from bayeskern._linalg import psd_eigh
-from bayeskern._validation import as_array, as_inputs, check_finite_result, check_integer, check_kernel, check_number, is_symbolic, numerical_failure, rng_from
+from bayeskern._linalg import EPS, psd_eigh
+from bayeskern._validation import as_array, as_inputs, check_finite_result, check_flag, check_integer, check_kernel, check_number, is_symbolic, numerical_failure, rng_from
 
 __all__ = [
     "FeatureMap",
@@ -97,12 +97,6 @@ def _with_bias(Phi, bias: bool):
     return pt.concatenate([pt.ones((Phi.shape[0], 1), dtype="float64"), Phi], axis=1) if bias else Phi
 
 
-def _check_bias(bias) -> bool:
-    if not isinstance(bias, bool | np.bool_):
-        raise ValueError(f"bias must be True or False, got {bias!r}")
-    return bool(bias)
-
-
 def _one_column(d: int, what: str) -> None:
     if d != 1:
         raise ValueError(f"{what} is defined for 1-D inputs, but X has {d} columns")
@@ -154,7 +148,7 @@ class GaussianBasis(FeatureMap):
             _rbf(self.width)  # the RBF's own checks on its length scale ℓ = s
         except ValueError as err:
             raise ValueError(f"width, the length scale of the Gaussian basis: {err}") from None
-        self.bias = _check_bias(bias)
+        self.bias = check_flag(bias, "bias")
 
     def n_features(self, d: int) -> int:
         return len(self.centers) + self.bias
@@ -189,7 +183,7 @@ class SigmoidBasis(FeatureMap):
         if self.centers.shape[1] != 1:
             raise ValueError("centers must be 1-D: SigmoidBasis is defined for 1-D inputs")
         self.width = float(check_number(width, "width", positive=True, scalar=True))
-        self.bias = _check_bias(bias)
+        self.bias = check_flag(bias, "bias")
 
     def n_features(self, d: int) -> int:
         return len(self.centers) + self.bias
@@ -337,7 +331,7 @@ class MercerFeatures(FeatureMap):
         self.X_basis = as_inputs(X_basis, "X_basis")
         lam, U = psd_eigh(kernel.evaluate(self.X_basis), "the kernel on X_basis")
         lam, U = lam[::-1], U[:, ::-1]  # largest first
-        keep = lam > len(lam) * np.finfo(float).eps * max(lam[0], 1e-300)
+        keep = lam > len(lam) * EPS * max(lam[0], 1e-300)
         if n_components is not None:
             keep &= np.arange(len(lam)) < check_integer(n_components, "n_components", 1)
         self.eigenvalues, self.eigenvectors = lam[keep], U[:, keep]

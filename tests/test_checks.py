@@ -150,3 +150,26 @@ def test_checks_reject_bad_input():
         bk.checks.kernel_trick(F.Polynomial(2), 1.0, np.full((3, 1), np.nan), [1, 2, 3], 0.1)
     with pytest.raises(ValueError, match="need at least two feature counts"):
         bk.checks.rff_convergence(X, y, 0.1, X, n_features=(10,))
+
+
+def test_every_check_result_to_dict_is_plain_json():
+    """One convention (bayeskern._json.jsonable): arrays as lists, numpy scalars as Python, NaN and ±inf as None."""
+    import json
+
+    X = np.linspace(-1, 1, 8)[:, None]
+    y = np.sin(3 * X[:, 0])
+    phi = F.PolynomialKernelFeatures(2, 1.0)
+    results = [
+        bk.checks.kernel_trick(phi, 1.0, X, y, sigma=0.3),
+        bk.checks.ridge_duality(phi, X, y, lam=0.1),  # primal, dual, gp_mean: arrays
+        bk.checks.feature_error(phi, K.Polynomial(2, c=1.0), X),
+        bk.checks.rff_convergence(X, y, 0.3, X[:3], lengthscale=0.5, n_features=(5, 10), seeds=(0,)),
+        bk.checks.SamplingCheckResult(False, {"scale": np.float64(np.nan)}, {"scale": np.float64(0.5)}, np.inf, 4.0, 1e-3),
+    ]
+    for result in results:
+        d = result.to_dict()
+        assert json.loads(json.dumps(d, allow_nan=False)) == d, type(result).__name__
+    duality = results[1].to_dict()
+    np.testing.assert_array_equal(duality["primal"], results[1].primal)
+    assert isinstance(duality["primal"], list)
+    assert results[4].to_dict()["z"] == {"scale": None} and results[4].to_dict()["predictive_z"] is None

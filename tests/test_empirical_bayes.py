@@ -382,3 +382,14 @@ def test_the_optimiser_stops_at_the_round_off_floor_instead_of_chasing_noise():
     scipy.optimize.minimize(lambda z: tuple(-v for v in alone(z)), np.zeros(3), jac=True, method="L-BFGS-B",
                             options={"maxiter": 500, "maxfun": 2000, "ftol": 1e-13, "gtol": 1e-7})
     assert ours.calls < alone.calls
+
+
+def test_evidence_result_names_its_log_marginal_likelihood_as_everywhere():
+    """One name per concept: `log_marginal_likelihood` = ln N(t | 0, α̂⁻¹ΦΦᵀ + β̂⁻¹I) (PRML 3.86), `log_evidence` its alias."""
+    X, y = bk.datasets.sinusoid(25, 0.3, 2)  # the data of test_evidence_fixed_point_equals_the_general_optimum
+    fit = evidence_approximation(F.Polynomial(3), X, y)
+    assert fit.converged
+    Phi = ref.poly_features_1d(X[:, 0], 3)
+    reference = scipy.stats.multivariate_normal(np.zeros(len(y)), Phi @ Phi.T / fit.alpha + np.eye(len(y)) / fit.beta).logpdf(y)
+    np.testing.assert_allclose(fit.log_marginal_likelihood, reference, rtol=1e-10)  # a 25 × 25 Cholesky: round-off ~1e-14
+    assert fit.log_evidence == fit.log_marginal_likelihood

@@ -218,3 +218,20 @@ def test_bad_arguments_are_named():
         pm.Normal("y", pm.Normal("m"), 1.0, observed=y)
     with pytest.raises(ValueError, match="marginal Gaussian likelihood"):
         bk.fit.mcmc(plain)
+
+
+def test_diagnostics_and_comparison_to_dict_are_plain_json():
+    """One to_dict convention (bayeskern._json.jsonable): lists, and None where a statistic is NaN or ±inf."""
+    import json
+
+    table = xr.Dataset({"theta__rhat": ("theta_dim", [np.nan, 1.0]), "theta__ess_bulk": ("theta_dim", [5.0, 800.0]),
+                        "theta__ess_tail": ("theta_dim", [7.0, 900.0])})
+    d = bk.fit.Diagnostics(table, 0, 0, np.array([0.9, np.nan]), False, ("R-hat of theta is nan > 1.01",),
+                           {"rhat_max": 1.01, "ess_min": 400.0, "ebfmi_min": 0.3}).to_dict()
+    assert d["table"] == {"theta": {"rhat": [None, 1.0], "ess_bulk": [5.0, 800.0], "ess_tail": [7.0, 900.0]}}
+    assert d["ebfmi"] == [0.9, None] and d["problems"] == ["R-hat of theta is nan > 1.01"]
+    assert json.loads(json.dumps(d, allow_nan=False)) == d
+    row = {"eb": np.float64(0.5), "eb_sd": np.nan, "mean": 0.4, "sd": 0.1, "lower": 0.2, "upper": 0.6, "z": 1.0, "eb_in_interval": True}
+    c = bk.fit.EBvsMCMC({"ls": row}, -3.0, -3.5, 0.2, None, (0.9, 1.0, np.inf), 0.94).to_dict()
+    assert c["params"]["ls"]["eb_sd"] is None and c["params"]["ls"]["eb"] == 0.5 and c["sd_ratio"] == [0.9, 1.0, None]
+    assert json.loads(json.dumps(c, allow_nan=False)) == c

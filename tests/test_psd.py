@@ -221,3 +221,21 @@ def test_zoo_kernels_take_random_variable_hyperparameters():
         warnings.simplefilter("ignore")
         (Kx,) = fn({"sw2_log__": np.log(1.3), "rho_log__": np.log(0.7)})
     np.testing.assert_allclose(Kx, ref.relu_network_kernels(X, X, 2, 1.3, 0.1)[1] + ref.probability_product(X, X, 0.7, 0.5), rtol=1e-10)
+
+
+def test_psd_check_has_passed_like_every_check_and_to_dict_is_json():
+    """`passed` is the verdict (λ₁ ≥ −100·n·ε·max|λ|, written out here); `is_psd` its read-only former name;
+    to_dict gives JSON values, with None for the condition number λmax/λ₁ = ∞ of a K with λ₁ ≤ 0."""
+    good = bk.checks.psd(K.RBF(0.7), np.array([0.0, 1.0, 2.5, 4.0]))
+    bad = bk.checks.psd(K.Boxcar(1.5), np.array([0.0, 1.0, 2.0]))
+    for check in (good, bad):
+        lam = check.eigenvalues
+        assert check.passed is bool(lam[0] >= -100 * len(lam) * np.finfo(float).eps * np.max(np.abs(lam)))
+        assert check.is_psd is check.passed
+    assert good.passed and not bad.passed
+    with pytest.raises(AttributeError):
+        bad.is_psd = True  # an alias, not a second field
+    d = bad.to_dict()
+    assert d["passed"] is False and d["is_psd"] is False  # is_psd: the key summary.json has always had
+    assert bad.condition_number == np.inf and d["condition_number"] is None  # JSON has no ∞
+    assert json.loads(json.dumps(d, allow_nan=False)) == d

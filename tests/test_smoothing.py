@@ -681,3 +681,13 @@ def test_smoothers_finite_or_named_value_error(n, d, m, log_h, data):
             assert out is None or np.all(np.isfinite(out))
     kr = finite_or_named(lambda: S.kernel_ridge(bk.kernels.RBF(lengthscale=h), X, y, lam=h, Xnew=Xnew))
     assert kr is None or (np.all(np.isfinite(kr.mean)) and np.isfinite(kr.rkhs_norm))
+
+
+def test_nadaraya_watson_loo_mse_is_the_name_as_in_kernel_ridge(sinusoid):
+    """One name per concept: the leave-one-out mean squared error is `loo_mse` (kernel ridge's name); `loo_score` is its alias."""
+    X, y, Xs = sinusoid
+    res = S.nadaraya_watson(X, y, Xs, bandwidth=0.1, loo=True)
+    np.testing.assert_allclose(res.loo_mse, nw_loo_reference(X, y, 0.1), rtol=1e-10)  # (1/n)Σᵢ (yᵢ − m̂₋ᵢ(xᵢ))²
+    assert res.loo_score == res.loo_mse
+    d = res.to_dict()
+    assert d["loo_mse"] == res.loo_mse and "loo_score" not in d

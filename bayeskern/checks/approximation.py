@@ -1,10 +1,11 @@
 """How well finite feature maps reproduce a kernel: Gram-matrix errors, and random Fourier features against D."""
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from bayeskern import blr, gp
+from bayeskern._json import record_dict
 from bayeskern._validation import as_inputs, as_targets, check_integer, check_kernel, check_seed, check_sigma, same_columns
 from bayeskern.features import RandomFourier, design_matrix
 from bayeskern.kernels import RBF, Kernel
@@ -21,7 +22,7 @@ class FeatureError:
     M: int
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return record_dict(self)
 
 
 def feature_error(phi, kernel: Kernel, X) -> FeatureError:
@@ -49,7 +50,7 @@ class RFFConvergence:
     mean_slope: float
 
     def to_dict(self) -> dict:
-        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+        return record_dict(self)
 
 
 def rff_convergence(X, y, sigma: float, Xnew, lengthscale: float = 1.0, n_features=(50, 200, 800, 3200), seeds=range(5)) -> RFFConvergence:

@@ -1,12 +1,13 @@
 """The kernel trick, checked: weight-space BLR against the GP with k = φᵀΣφ, and primal against dual ridge."""
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from bayeskern import blr, gp
-from bayeskern._linalg import cho_solve, cholesky
+from bayeskern._json import record_dict
+from bayeskern._linalg import TINY, cho_solve, cholesky
 from bayeskern._validation import as_inputs, as_targets, check_finite_result, check_kernel, check_number, numerical_failure, same_columns
 from bayeskern.features import design_matrix, n_features
 from bayeskern.kernels import FeatureKernel, Kernel
@@ -24,7 +25,7 @@ def _differences(pairs: dict) -> tuple[dict, dict]:
         a, b = np.asarray(a, float), np.asarray(b, float)
         d = float(np.max(np.abs(a - b))) if a.size else 0.0
         abs_diff[name] = d
-        rel_diff[name] = d / max(float(np.max(np.abs(b))) if b.size else 0.0, np.finfo(float).tiny)
+        rel_diff[name] = d / max(float(np.max(np.abs(b))) if b.size else 0.0, TINY)
     return abs_diff, rel_diff
 
 
@@ -49,7 +50,7 @@ class KernelTrickResult:
     expected_cheaper: str
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return record_dict(self)
 
 
 def kernel_trick(phi, prior_cov, X, y, sigma, Xnew=None, kernel: Kernel | None = None, rtol: float = RTOL) -> KernelTrickResult:
@@ -109,7 +110,7 @@ class RidgeDualityResult:
     rel_diff: dict
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return record_dict(self)
 
 
 @numerical_failure("the features of X or Xnew, or y, overflow float64 in the ridge solutions: scale or center X and y")

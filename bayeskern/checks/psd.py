@@ -5,13 +5,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from bayeskern._linalg import JITTER_STEPS, PSD_ROUNDOFF
+from bayeskern._json import record_dict
+from bayeskern._linalg import JITTER_STEPS, PSD_ROUNDOFF, TINY, exact_cholesky, psd_tolerance
 from bayeskern._validation import as_inputs, check_kernel
 from bayeskern.kernels import Kernel
 
 __all__ = ["PSDCheck", "psd"]
-
-_EPS = float(np.finfo(np.float64).eps)
 
 
 @dataclass(frozen=True)
@@ -22,7 +21,8 @@ class PSDCheck:
     smallest eigenvalue in units of the round-off scale of an n × n eigensolver. `condition_number`:
     λₙ/λ₁ (inf when λ₁ ≤ 0). `jitter`: the smallest diagonal jitter with which Cholesky succeeds —
     0.0 if none is needed, else the first of `JITTER_STEPS` × mean diagonal that works, None if none
-    does. `is_psd`: λ₁ ≥ −c·n·ε·λₙ with c = `PSD_ROUNDOFF` (100): PSD up to round-off.
+    does. `passed`: λ₁ ≥ −c·n·ε·max|λ| with c = `PSD_ROUNDOFF` (100), `_linalg.psd_tolerance`: PSD up
+    to round-off (`is_psd` is the same flag under its former name).
     `asymmetry`: max|K − Kᵀ| / max|K| (a kernel must be symmetric; K is symmetrised before eigh).
     `verdict`: one sentence for a person.
     """
@@ -33,42 +33,31 @@ class PSDCheck:
     min_relative: float
     condition_number: float
     jitter: float | None
-    is_psd: bool
+    passed: bool
     asymmetry: float
     verdict: str
 
+    @property
+    def is_psd(self) -> bool:
+        """The former name of `passed`: K is PSD up to round-off."""
+        return self.passed
+
     def to_dict(self) -> dict:
-        """Plain JSON values (lists, floats, None; ±inf as the strings "inf"/"-inf")."""
-
-        def plain(v):
-            if v is None or isinstance(v, bool | str | int):
-                return v
-            v = float(v)
-            return v if np.isfinite(v) else ("inf" if v > 0 else "-inf")
-
-        return {
-            "kernel": self.kernel,
-            "n": self.n,
-            "eigenvalues": [float(v) for v in self.eigenvalues],
-            "min_relative": plain(self.min_relative),
-            "condition_number": plain(self.condition_number),
-            "jitter": plain(self.jitter),
-            "is_psd": bool(self.is_psd),
-            "asymmetry": plain(self.asymmetry),
-            "verdict": self.verdict,
-        }
+        """The fields as JSON values (`_json.jsonable`: lists, None for an infinite condition number), and `is_psd` = `passed`."""
+        return {**record_dict(self), "is_psd": self.passed}  # is_psd: the key summary.json has always had
 
 
 def _smallest_jitter(K: np.ndarray) -> float | None:
-    """0.0 if K factorises, else the first jitter of the escalating steps that works, else None."""
+    """0.0 if K factorises, else the first jitter of the escalating steps that works, else None.
+
+    "Factorises" is the package's one rule (`_linalg.exact_cholesky`: Cholesky succeeds and 1/cond₁ > n·ε),
+    the rule `gp.condition` and the marginal likelihood apply.
+    """
     scale = float(np.mean(np.diag(K)))
     scale = scale if np.isfinite(scale) and scale > 0 else 1.0
     for jitter in (0.0, *(step * scale for step in JITTER_STEPS)):
-        try:
-            scipy.linalg.cholesky(K + jitter * np.eye(len(K)), lower=True, check_finite=False)
+        if exact_cholesky(K, jitter) is not None:
             return jitter
-        except np.linalg.LinAlgError:
-            continue
     return None
 
 
@@ -86,14 +75,14 @@ def psd(kernel: Kernel, X) -> PSDCheck:
     top = float(np.max(np.abs(K))) or 1.0
     asymmetry = float(np.max(np.abs(K - K.T))) / top
     lam = scipy.linalg.eigvalsh(0.5 * (K + K.T))  # ascending
-    lam_max = max(float(np.max(np.abs(lam))), 1e-300)
-    roundoff = n * _EPS * lam_max  # n·ε·λmax
+    tolerance = psd_tolerance(lam)  # c·n·ε·max|λ|, the one PSD rule
+    roundoff = max(tolerance / PSD_ROUNDOFF, TINY)  # n·ε·max|λ|, > 0 also for K = 0
     min_relative = float(lam[0]) / roundoff
-    is_psd = bool(lam[0] >= -PSD_ROUNDOFF * roundoff)
+    passed = bool(lam[0] >= -tolerance)
     condition = float(lam[-1] / lam[0]) if lam[0] > 0 else float("inf")
     jitter = _smallest_jitter(K)
     name = repr(kernel)
-    if not is_psd:
+    if not passed:
         verdict = (
             f"{name} is not positive semi-definite on these {n} inputs: its smallest eigenvalue "
             f"{lam[0]:.3g} is {-min_relative:.3g} times the round-off scale n·ε·λmax = {roundoff:.3g} below zero, "
@@ -101,7 +90,7 @@ def psd(kernel: Kernel, X) -> PSDCheck:
             + ("" if jitter is None else f" (jitter {jitter:.3g} would hide this from Cholesky)")
             + "."
         )
-    elif lam[0] <= PSD_ROUNDOFF * roundoff:
+    elif lam[0] <= tolerance:
         verdict = (
             f"{name} is positive semi-definite on these {n} inputs up to round-off, but singular "
             f"(smallest eigenvalue {lam[0]:.3g}, round-off scale {roundoff:.3g}); "
@@ -113,4 +102,4 @@ def psd(kernel: Kernel, X) -> PSDCheck:
             f"condition number {condition:.3g})"
             + ("." if jitter == 0.0 else f"; Cholesky still needs jitter {jitter:.3g} at this conditioning.")
         )
-    return PSDCheck(name, n, lam, min_relative, condition, jitter, is_psd, asymmetry, verdict)
+    return PSDCheck(name, n, lam, min_relative, condition, jitter, passed, asymmetry, verdict)

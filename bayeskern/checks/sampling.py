@@ -1,12 +1,13 @@
 """The kernel trick at the sampling level: a BLR model and its GP twin must give the same posterior."""
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import arviz as az
 import numpy as np
 import scipy.stats
 import xarray as xr
 
+from bayeskern._json import record_dict
 from bayeskern._validation import check_model, check_number, int_seed
 from bayeskern.fit.mcmc import mcmc
 
@@ -33,7 +34,7 @@ class SamplingCheckResult:
     p_min: float
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return record_dict(self)
 
 
 def _thinned(draws: np.ndarray, ess: float) -> np.ndarray:

@@ -6,6 +6,7 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
+from bayeskern._json import record_dict
 from bayeskern._validation import check_probability
 from bayeskern.fit.empirical_bayes import EmpiricalBayesResult
 
@@ -33,11 +34,8 @@ class EBvsMCMC:
     prob: float
 
     def to_dict(self) -> dict:
-        """The numbers as plain Python values (lists for arrays)."""
-        params = {n: {k: np.asarray(v).tolist() for k, v in row.items()} for n, row in self.params.items()}
-        return {"params": params, "elpd_loo_eb": self.elpd_loo_eb, "elpd_loo_mcmc": self.elpd_loo_mcmc,
-                "elpd_loo_mcmc_se": self.elpd_loo_mcmc_se, "max_mean_gap_sd": self.max_mean_gap_sd,
-                "sd_ratio": None if self.sd_ratio is None else list(self.sd_ratio), "prob": self.prob}
+        """The fields as JSON values (`_json.jsonable`: lists for arrays and tuples, None for NaN or ±inf)."""
+        return record_dict(self)
 
 
 def compare_eb_mcmc(eb: EmpiricalBayesResult, dt: xr.DataTree, prob: float = 0.94) -> EBvsMCMC:

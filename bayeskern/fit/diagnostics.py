@@ -7,7 +7,8 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
-from bayeskern._validation import check_number
+from bayeskern._json import jsonable
+from bayeskern._validation import check_flag, check_number
 from bayeskern.fit.warning import FitWarning
 
 __all__ = ["Diagnostics", "diagnose"]
@@ -37,14 +38,14 @@ class Diagnostics:
     thresholds: dict
 
     def to_dict(self) -> dict:
-        """The numbers as plain Python values: the table as parameter → statistic → list."""
+        """JSON values (`_json.jsonable`: None for a NaN R-hat or ESS): the table as parameter → statistic → list."""
         table = {}
         for key, values in self.table.data_vars.items():
             name, stat = key.rsplit("__", 1)
-            table.setdefault(name, {})[stat] = np.asarray(values).tolist()
-        return {"passed": self.passed, "problems": list(self.problems), "divergences": self.divergences,
-                "max_depth_hits": self.max_depth_hits, "ebfmi": self.ebfmi.tolist(), "table": table,
-                "thresholds": dict(self.thresholds)}
+            table.setdefault(name, {})[stat] = np.asarray(values)
+        return jsonable({"passed": self.passed, "problems": self.problems, "divergences": self.divergences,
+                         "max_depth_hits": self.max_depth_hits, "ebfmi": self.ebfmi, "table": table,
+                         "thresholds": self.thresholds})
 
     def __str__(self) -> str:
         return "diagnostics passed" if self.passed else "diagnostics failed: " + "; ".join(self.problems)
@@ -64,8 +65,7 @@ def diagnose(dt: xr.DataTree, rhat_max: float = RHAT_MAX, ess_min: float = ESS_M
     rhat_max = float(check_number(rhat_max, "rhat_max", positive=True, scalar=True))
     ess_min = float(check_number(ess_min, "ess_min", nonnegative=True, scalar=True))
     ebfmi_min = float(check_number(ebfmi_min, "ebfmi_min", nonnegative=True, scalar=True))
-    if not isinstance(warn, bool):
-        raise ValueError(f"warn must be True or False, got {warn!r}")
+    warn = check_flag(warn, "warn")
     rhat = az.rhat(dt)
     ess_bulk = az.ess(dt, method="bulk")
     ess_tail = az.ess(dt, method="tail")

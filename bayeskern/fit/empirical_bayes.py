@@ -16,6 +16,7 @@ from pytensor.graph.traversal import ancestors
 
 from bayeskern._compile import compiled_graph
 from bayeskern._gaussian_logp import GaussianLogp
+from bayeskern._json import jsonable
 from bayeskern._validation import check_flag, check_integer, check_model, check_seed
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit.warning import FitWarning
@@ -104,18 +105,17 @@ class EmpiricalBayesResult:
     bound: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """The numbers as plain Python values (lists for arrays; NaN kept as float('nan'))."""
-        plain = lambda d: {k: np.asarray(v).tolist() for k, v in d.items()}  # noqa: E731
-        return {
-            "params": plain(self.params), "log_marginal_likelihood": self.log_marginal_likelihood,
+        """The numbers as JSON values (`_json.jsonable`: lists for arrays, None for NaN and ±inf)."""
+        return jsonable({
+            "params": self.params, "log_marginal_likelihood": self.log_marginal_likelihood,
             "objective": self.objective, "include_prior": self.include_prior, "converged": self.converged,
-            "grad_norm": self.grad_norm, "at_bound": dict(self.at_bound), "bound": plain(self.bound),
+            "grad_norm": self.grad_norm, "at_bound": dict(self.at_bound), "bound": self.bound,
             "n_evaluations": self.n_evaluations,
-            "jitter": self.jitter, "laplace_sd": plain(self.laplace.sd), "laplace_ok": self.laplace.ok,
-            "optima": [{"params": plain(o.params), "log_marginal_likelihood": o.log_marginal_likelihood,
+            "jitter": self.jitter, "laplace_sd": self.laplace.sd, "laplace_ok": self.laplace.ok,
+            "optima": [{"params": o.params, "log_marginal_likelihood": o.log_marginal_likelihood,
                         "converged": o.converged, "starts": o.starts} for o in self.optima],
             "seconds": self.seconds, "compile_seconds": self.compile_seconds,
-        }
+        })
 
     def posterior(self, Xnew=None, include_noise: bool = False):
         """The exact GP/BLR posterior with the hyperparameters at the optimum (`gp.posterior`/`blr.posterior`)."""

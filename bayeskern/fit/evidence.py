@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bayeskern._linalg import EPS
 from bayeskern._validation import as_inputs, as_targets, check_finite_result, check_integer, check_number, numerical_failure
 from bayeskern.features import design_matrix
 from bayeskern.fit.warning import FitWarning
@@ -17,7 +18,7 @@ class EvidenceResult:
     """α̂, β̂ maximising the evidence of w ~ N(0, α⁻¹I), t = Φw + ε, ε ~ N(0, β⁻¹I) (PRML §3.5).
 
     `gamma`: γ = Σᵢ λᵢ/(α + λᵢ), the effective number of well-determined parameters.
-    `log_evidence`: ln p(t | α̂, β̂) (PRML 3.86). `weights_mean`: m_N at α̂, β̂.
+    `log_marginal_likelihood`: ln p(t | α̂, β̂) (PRML 3.86; `log_evidence` is its former name). `weights_mean`: m_N at α̂, β̂.
     `n_iterations`, `converged`: how the fixed point ended. `sigma` = β̂^(-1/2), `prior_cov` = 1/α̂:
     the same model in the parametrisation of `bayeskern.blr`.
     """
@@ -25,10 +26,15 @@ class EvidenceResult:
     alpha: float
     beta: float
     gamma: float
-    log_evidence: float
+    log_marginal_likelihood: float
     weights_mean: np.ndarray
     n_iterations: int
     converged: bool
+
+    @property
+    def log_evidence(self) -> float:
+        """The former name of `log_marginal_likelihood`, ln p(t | α̂, β̂)."""
+        return self.log_marginal_likelihood
 
     @property
     def sigma(self) -> float:
@@ -70,7 +76,7 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
         gamma = float(np.sum(lam / (alpha + lam)))  # γ = Σ λᵢ/(α + λᵢ)   (PRML 3.91)
         residual = float(np.sum((t - Phi @ m_N) ** 2))
         # a residual at the round-off level of the fit (‖t‖∞·1e3·ε per point) means the features fit t exactly
-        if residual <= N * (1e3 * np.finfo(float).eps * np.max(np.abs(t))) ** 2 or N - gamma <= 0.0:
+        if residual <= N * (1e3 * EPS * np.max(np.abs(t))) ** 2 or N - gamma <= 0.0:
             raise ValueError("beta -> infinity: the features fit t exactly, so the evidence has no finite maximum; use fewer features")
         if float(m_N @ m_N) == 0.0:
             raise ValueError(

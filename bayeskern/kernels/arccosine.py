@@ -3,6 +3,7 @@
 import numpy as np
 import pytensor.tensor as pt
 
+from bayeskern._linalg import EPS
 from bayeskern.kernels.base import Kernel
 
 __all__ = ["ArcCosine", "angular_cosine", "arccos_J"]
@@ -28,7 +29,7 @@ def angular_cosine(S, s1, s2, same: bool):
         cos = pt.switch(on_diag, nonzero[:, None] * pt.ones_like(cos), cos)
     # |cos θ| within 8ε of 1 is ±1: parallel inputs (duplicates among them) get θ = 0 (or π) exactly,
     # where the round-off of a few ε in cos θ would put θ at √ε ≈ 1e-8 and break the PSD-ness of J₀
-    snap = 1.0 - 8 * np.finfo(np.float64).eps
+    snap = 1.0 - 8 * EPS
     cos = pt.switch(pt.ge(cos, snap), 1.0, pt.switch(pt.le(cos, -snap), -1.0, cos))
     return pt.clip(cos, -1.0, 1.0)
 

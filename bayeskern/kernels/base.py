@@ -9,7 +9,7 @@ import numpy as np
 import pytensor.tensor as pt
 
 from bayeskern._compile import compiled
-from bayeskern._validation import as_inputs, check_finite_result, check_kernel, check_number, is_symbolic, same_columns
+from bayeskern._validation import as_inputs, check_finite_result, check_flag, check_kernel, check_number, is_symbolic, same_columns
 
 __all__ = ["Kernel", "Product", "Scaled", "Sum"]
 
@@ -120,8 +120,7 @@ class Kernel:
         Xs = None if Xs is None else as_inputs(Xs, "Xs")
         if Xs is not None:
             same_columns(X, Xs, "X", "Xs")
-        if not isinstance(diag, bool | np.bool_):
-            raise ValueError(f"diag must be True or False, got {diag!r}")
+        diag = check_flag(diag, "diag")
         d = X.shape[1]
         self._check_dims(d, None)
         nodes, values = [], []

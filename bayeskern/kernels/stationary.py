@@ -5,6 +5,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
 
+from bayeskern._linalg import TINY
 from bayeskern._validation import check_number, is_symbolic
 from bayeskern.kernels.base import Kernel
 
@@ -86,9 +87,9 @@ def _exact_sqrt(r2):
 
 def _check_lengthscale(lengthscale):
     lengthscale = check_number(lengthscale, "lengthscale", positive=True)
-    if not is_symbolic(lengthscale) and np.any(lengthscale < np.finfo(np.float64).tiny):
+    if not is_symbolic(lengthscale) and np.any(lengthscale < TINY):
         # 1/ℓ would overflow: (x − x′)/ℓ is computed as (x − x′)·ℓ⁻¹ under fastmath, 0·∞ at x = x′
-        raise ValueError(f"lengthscale must be at least {np.finfo(np.float64).tiny:.3g}, the smallest normal float")
+        raise ValueError(f"lengthscale must be at least {TINY:.3g}, the smallest normal float")
     if (lengthscale.ndim if is_symbolic(lengthscale) else np.ndim(lengthscale)) > 1:
         raise ValueError("lengthscale must be a scalar or a vector of one length scale per input column")
     return lengthscale

@@ -8,11 +8,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from bayeskern._linalg import EPS, TINY
 from bayeskern._validation import as_inputs, as_targets, check_number, same_columns
 from bayeskern.smoothing.profiles import SmoothingKernel
 
 __all__ = [
-    "BLOCK_BYTES", "COORD_MAX", "EXP_FLOOR", "FAST_TOL", "THREADS", "TINY", "Bandwidth", "Distances", "Query", "SmoothingWarning",
+    "BLOCK_BYTES", "COORD_MAX", "EXP_FLOOR", "FAST_TOL", "THREADS", "WEIGHT_SUM_FLOOR", "Bandwidth", "Distances", "Query", "SmoothingWarning",
     "check_bandwidth", "check_data", "check_grid", "map_row_blocks", "power_of_two", "reject_complex", "row_blocks",
     "scott_bandwidth", "silverman_bandwidth", "spread", "warn_at_grid_edge", "weight_block",
 ]
@@ -25,16 +26,15 @@ BLOCK_BYTES = 2**20
 #: thread meanwhile. 1 turns the pool off.
 THREADS = min(2, os.cpu_count() or 1)
 
-EPS = float(np.finfo(np.float64).eps)
 SQRT_HALF = float(np.sqrt(0.5))
 
 #: spreads up to this many ε·max|X| are round-off (a constant column's computed spread is ~ε|x|/10)
 SPREAD_ROUNDOFF = 8.0
 
 #: a row whose Gaussian weights sum below this is recomputed relative to its nearest point (no underflow)
-TINY = 1e-280
+WEIGHT_SUM_FLOOR = 1e-280
 
-#: Gaussian exponents below this are raised to it (exp(EXP_FLOOR) ≈ 1e−304; n such terms stay below TINY)
+#: Gaussian exponents below this are raised to it (exp(EXP_FLOOR) ≈ 1e−304; n such terms stay below WEIGHT_SUM_FLOOR)
 EXP_FLOOR = -700.0
 
 #: the fast expansion ‖a‖² + ‖x‖² − 2aᵀx serves a row only while its round-off bound on the exponent,
@@ -277,7 +277,7 @@ def _fast_weights(A_aug: np.ndarray, bw: Bandwidth, own) -> np.ndarray:
 def _over_h(v: np.ndarray, h: float, factor: float) -> np.ndarray:
     """v·factor/h in place, by one multiplication when factor/h is a normal number (else dividing: h subnormal or huge)."""
     c = factor / h
-    if np.finfo(np.float64).tiny <= c < np.inf:
+    if TINY <= c < np.inf:  # the smallest normal float64 ≤ factor/h < ∞
         v *= c
     else:
         v /= h
@@ -397,7 +397,7 @@ def _compact_exact(dist: Distances, q: Query, rows: np.ndarray, bw: "Bandwidth",
 def weight_block(dist: Distances, q: Query, rows: slice, bw: Bandwidth, V=None, own: bool = False):
     """(W V, L) for the query rows `rows`: Wᵢⱼ = k(‖aᵢ − xⱼ‖²/h²)·exp(−Lᵢ), L = 0 except on recomputed Gaussian rows.
 
-    Rows the fast expansion serves (`Bandwidth.fast`, and for the Gaussian a weight sum ≥ TINY) come
+    Rows the fast expansion serves (`Bandwidth.fast`, and for the Gaussian a weight sum ≥ WEIGHT_SUM_FLOOR) come
     from one BLAS product; the others from explicit differences relative to the nearest point, with
     the row's largest Gaussian weight scaled to 1. `V`: (n, k) whose last column is ones (W V then holds
     Σⱼ wᵢⱼ last); None returns W itself. `own`: the rows are the data's own (leave-one-out: wᵢᵢ = 0).
@@ -416,7 +416,7 @@ def weight_block(dist: Distances, q: Query, rows: slice, bw: Bandwidth, V=None, 
         out[sub] = R
         if bw.gaussian:
             total = R.sum(axis=1) if V is None else R[:, -1]
-            redo[sub] = ~(total >= TINY)  # all weights underflowed: recompute relative to the nearest point
+            redo[sub] = ~(total >= WEIGHT_SUM_FLOOR)  # all weights underflowed: recompute relative to the nearest point
     if redo.any():
         sub = np.flatnonzero(redo)
         own_e = (np.arange(len(sub)), idx[sub]) if own else None

@@ -1,12 +1,11 @@
 """Smoothing against Mercer kernels on the same data: Nadaraya–Watson beside kernel ridge, and how close they are."""
 
 import warnings
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from bayeskern._json import jsonable
-
+from bayeskern._json import record_dict
 from bayeskern.kernels import RBF, Kernel
 from bayeskern.smoothing._blocks import SmoothingWarning, check_bandwidth, check_data, check_grid
 from bayeskern.smoothing.local import NadarayaWatsonResult, default_bandwidth_grid, nadaraya_watson
@@ -44,8 +43,7 @@ class SmootherComparison:
     lengthscale_loo_mse: np.ndarray | None
 
     def to_dict(self) -> dict:
-        return {f.name: (getattr(self, f.name).to_dict() if f.name in ("smoother", "mercer") else jsonable(getattr(self, f.name)))
-                for f in fields(self)}
+        return record_dict(self)  # smoother and mercer by their own to_dict
 
 
 def compare_smoothers(X, y, Xnew=None, *, kernel="gaussian", bandwidth=None, mercer_kernel: Kernel | None = None,
@@ -97,5 +95,5 @@ def compare_smoothers(X, y, Xnew=None, *, kernel="gaussian", bandwidth=None, mer
     scale = float(np.std(y, ddof=1)) if len(y) > 1 else 0.0
     rel_rms, rel_max = (rms / scale, mx / scale) if scale > 0 else (0.0 if rms == 0 else np.inf, 0.0 if mx == 0 else np.inf)
     return SmootherComparison(
-        nw, kr, rms, mx, rel_rms, rel_max, scale, nw.loo_score, kr.loo_mse, ell, kr.lam, ell_grid, ell_scores
+        nw, kr, rms, mx, rel_rms, rel_max, scale, nw.loo_mse, kr.loo_mse, ell, kr.lam, ell_grid, ell_scores
     )

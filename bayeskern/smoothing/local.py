@@ -1,12 +1,11 @@
 """Nadaraya–Watson kernel regression: local weighted averages, the bandwidth chosen by leave-one-out error."""
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
-from bayeskern._json import jsonable
+from bayeskern._json import record_dict
 from bayeskern._validation import check_flag, check_integer
-
 from bayeskern.smoothing._blocks import (
     Bandwidth, Distances, Query, check_bandwidth, check_data, check_grid, map_row_blocks, power_of_two, scott_bandwidth,
     warn_at_grid_edge, weight_block,
@@ -20,9 +19,9 @@ __all__ = ["NadarayaWatsonResult", "default_bandwidth_grid", "nadaraya_watson", 
 class NadarayaWatsonResult:
     """The Nadaraya–Watson fit m̂ at Xnew and how its bandwidth was chosen.
 
-    `mean`: m̂(Xnew) (m,). `bandwidth`: h. `kernel`: the smoothing kernel's name. `loo_score`: the
-    leave-one-out mean squared error (1/n)Σᵢ (yᵢ − m̂₋ᵢ(xᵢ))² at h (None if not computed);
-    `loo_residuals`: the yᵢ − m̂₋ᵢ(xᵢ). `bandwidth_grid`, `loo_scores`: the candidates searched and
+    `mean`: m̂(Xnew) (m,). `bandwidth`: h. `kernel`: the smoothing kernel's name. `loo_mse`: the
+    leave-one-out mean squared error (1/n)Σᵢ (yᵢ − m̂₋ᵢ(xᵢ))² at h (None if not computed; `loo_score`
+    is its former name); `loo_residuals`: the yᵢ − m̂₋ᵢ(xᵢ). `bandwidth_grid`, `loo_scores`: the candidates searched and
     their scores (None when h was given); a candidate with which some xᵢ has no other data point in
     its window scores +inf (compact kernels only).
     """
@@ -30,13 +29,18 @@ class NadarayaWatsonResult:
     mean: np.ndarray
     bandwidth: float
     kernel: str
-    loo_score: float | None
+    loo_mse: float | None
     loo_residuals: np.ndarray | None
     bandwidth_grid: np.ndarray | None
     loo_scores: np.ndarray | None
 
+    @property
+    def loo_score(self) -> float | None:
+        """The former name of `loo_mse`, the leave-one-out mean squared error."""
+        return self.loo_mse
+
     def to_dict(self) -> dict:
-        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
+        return record_dict(self)
 
 
 def default_bandwidth_grid(X, num: int = 30) -> np.ndarray:
@@ -132,7 +136,7 @@ def nadaraya_watson(X, y, Xnew=None, bandwidth=None, kernel="gaussian", *, loo: 
     dist = Distances(X)
     k = int(power_of_two(np.max(np.abs(y))))
     y_scaled = np.ldexp(y, -k)  # y/2ᵏ, |y/2ᵏ| < 1: Σ wᵢyᵢ cannot overflow
-    grid = scores = loo_score = loo_resid = None
+    grid = scores = loo_mse = loo_resid = None
     if bandwidth is None or np.ndim(bandwidth) == 1:
         grid = default_bandwidth_grid(X) if bandwidth is None else check_grid(bandwidth)
         if len(X) < 2:
@@ -154,15 +158,15 @@ def nadaraya_watson(X, y, Xnew=None, bandwidth=None, kernel="gaussian", *, loo: 
             resid, scaled_score = (a[0] for a in _loo_scores(dist, y_scaled, [h], kern))
     if resid is not None:
         with np.errstate(over="ignore"):
-            loo_resid, loo_score = np.ldexp(resid, k), float(_unscale_mse(scaled_score, k))
-        if np.isfinite(scaled_score) and not np.isfinite(loo_score):
+            loo_resid, loo_mse = np.ldexp(resid, k), float(_unscale_mse(scaled_score, k))
+        if np.isfinite(scaled_score) and not np.isfinite(loo_mse):
             raise ValueError(f"y is too large (max |y| = {np.max(np.abs(y)):.3g}): its mean squared leave-one-out error "
                              "overflows float64; rescale y")
     sums, dens = _weight_sums(dist, dist.query(Xnew), y_scaled[:, None], [h], kern, loo=False)
     _check_neighbours(dens[0], h, kern)
     ratio = sums[0, :, 0] / dens[0]  # m̂(x)/2ᵏ = Σᵢ k_h(x − xᵢ) yᵢ/2ᵏ / Σⱼ k_h(x − xⱼ)   (seed 002, eq. 4)
     mean = np.clip(np.ldexp(ratio, k), y.min(), y.max())  # a weighted mean of the yᵢ: clipped against round-off
-    return NadarayaWatsonResult(mean, h, kern.name, loo_score, loo_resid, grid, scores)
+    return NadarayaWatsonResult(mean, h, kern.name, loo_mse, loo_resid, grid, scores)
 
 
 def _unscale_mse(scaled, k: int):

@@ -1,12 +1,11 @@
 """The seeds' bias–variance orders of the KDE, bias² ∝ h⁴ and variance ∝ 1/(n hᵖ), reproduced by simulation."""
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
-
-from bayeskern._json import jsonable
 import scipy.stats
 
+from bayeskern._json import record_dict
 from bayeskern._validation import check_integer, check_number, rng_from
 from bayeskern.smoothing._blocks import check_bandwidth, reject_complex
 from bayeskern.smoothing.density import KDE
@@ -43,7 +42,7 @@ class KDEOrders:
     reps: int
 
     def to_dict(self) -> dict:
-        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
+        return record_dict(self)
 
 
 def kde_orders(x0: float = 0.5, hs_bias=None, hs_var=None, ns=None, n_fixed: int = 2000, h_fixed: float = 0.05,

@@ -1,12 +1,11 @@
 """Kernel ridge regression with a Mercer kernel: α = (K + λI)⁻¹Y, λ by closed-form leave-one-out or k-fold CV."""
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
-
-from bayeskern._json import jsonable
 import scipy.linalg
 
+from bayeskern._json import record_dict
 from bayeskern._linalg import cho_solve, cholesky, psd_eigh
 from bayeskern._validation import as_array, check_flag, check_integer, check_number, check_seed, rng_from
 from bayeskern.kernels import Kernel
@@ -44,7 +43,7 @@ class KernelRidgeResult:
     jitter: float
 
     def to_dict(self) -> dict:
-        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
+        return record_dict(self)
 
 
 def default_lam_grid(K: np.ndarray, num: int = 25) -> np.ndarray:
