@@ -26,7 +26,7 @@ class PlugIn:
         self.names = [rv.name for rv in model.free_RVs]
         symbols = [record.sigma, record.prior_cov]
         if record.kernel is not None:
-            symbols += [v for node in record.kernel._walk() for v in node.hyperparameters.values()]
+            symbols += [v for node in record.kernel.walk() for v in node.parameters().values()]
         self._symbols = [v for v in symbols if is_symbolic(v)]
         inputs = [rv.type(name=rv.name) for rv in model.free_RVs]
         outputs = graph_replace(self._symbols, dict(zip(model.free_RVs, inputs, strict=True)), strict=False)

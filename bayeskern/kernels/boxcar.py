@@ -1,4 +1,4 @@
-"""Smoothing kernels that are not Mercer kernels: the boxcar (top-hat) 1[‖x − x′‖ ≤ h] (seed 001)."""
+"""The boxcar (top-hat) kernel 1[‖x − x′‖ ≤ h] (seed 001), a smoothing kernel that is not a Mercer kernel."""
 
 import pytensor.tensor as pt
 
