@@ -367,9 +367,6 @@ class PowerSet(FeatureMap):
         if d > 16:
             raise ValueError(f"PowerSet has 2^d features; d = {d} is too many (at most 16)")
 
-    def _config(self):
-        return ()
-
     def _symbolic(self, X, p):
         d = X.type.shape[1]
         E = np.array([[(mask >> j) & 1 for j in range(d)] for mask in range(2**d)], dtype=np.float64)

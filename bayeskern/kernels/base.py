@@ -38,11 +38,7 @@ class Kernel(Parameterised):
     @property
     def hyperparameters(self) -> dict:
         """This kernel's own hyperparameters {name: value}: `parameters()` under the kernels' name."""
-        return self._parameters
-
-    @hyperparameters.setter
-    def hyperparameters(self, values: dict) -> None:
-        self._parameters = values
+        return self.parameters()
 
     #: the kernels' name for `map_parameters`: a copy of the tree with every hyperparameter v replaced by fn(v)
     map_hyperparameters = Parameterised.map_parameters
