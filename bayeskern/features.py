@@ -10,8 +10,8 @@ from pytensor import wrap_py
 from pytensor.tensor.variable import TensorConstant
 from scipy.special import gammaln
 
-from bayeskern._compile import compiled
 from bayeskern._linalg import EPS, psd_eigh
+from bayeskern._parameterised import Parameterised, bind_given, parameter
 from bayeskern._validation import as_array, as_inputs, check_finite_result, check_flag, check_integer, check_kernel, check_number, is_symbolic, numerical_failure, rng_from
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "Fourier",
     "GaussianBasis",
     "MercerFeatures",
+    "Monomials",
     "Polynomial",
     "PolynomialKernelFeatures",
     "PowerSet",
@@ -30,54 +31,32 @@ __all__ = [
 ]
 
 
-class FeatureMap:
+class FeatureMap(Parameterised):
     """Base: `phi(X)` gives Φ (n, M) as numpy; `phi.symbolic(X)` gives the PyTensor graph.
 
     A feature map implements `_symbolic(X, p)`, where `p` maps the names of its numeric `parameters()`
     (centers, widths, random weights …) to tensors, and `_config()`, the settings that change the graph
     (a degree, a flag). Numbers are fed to the compiled graph, so maps that differ only in their
-    numbers share one compiled function, as kernels do.
+    numbers share one compiled function, as kernels do (both are `Parameterised`).
     """
-
-    def parameters(self) -> dict:
-        return {}
-
-    def _config(self) -> Hashable:
-        return ()
 
     def _symbolic(self, X, p: dict):
         raise NotImplementedError
 
+    def _graph(self, X, bind):
+        """Φ for the symbolic X with every node's parameters from `bind(node)` (a map with child parts overrides it)."""
+        return self._symbolic(X, bind(self))
+
     def symbolic(self, X):
-        return self._symbolic(X, {k: pt.as_tensor_variable(v) for k, v in self.parameters().items()})
+        return self._graph(X, bind_given)
 
     def n_features(self, d: int) -> int:
         raise NotImplementedError
 
-    def _check_input_dim(self, d: int) -> None:
-        """Raise a ValueError if this map cannot take inputs with d columns."""
-
-    def signature(self) -> Hashable:
-        """What the compiled graph depends on: the type, the settings, the parameters' trailing shapes."""
-        shapes = tuple((k, np.shape(v)[1:], np.ndim(v)) for k, v in self.parameters().items())
-        return (type(self).__qualname__, self._config(), shapes)
-
-    def placeholders(self) -> dict:
-        """One symbolic input per numeric parameter (leading length free), for compiled graphs."""
-        return {k: pt.tensor(k, shape=(None,) + np.shape(v)[1:] if np.ndim(v) else (), dtype="float64") for k, v in self.parameters().items()}
-
     def __call__(self, X) -> np.ndarray:
         X = as_inputs(X, "X")
-        d = X.shape[1]
-        self._check_input_dim(d)
-        params = self.parameters()
-
-        def build():
-            Xt = pt.tensor("X", shape=(None, d), dtype="float64")
-            slots = self.placeholders()
-            return [Xt, *slots.values()], self._symbolic(Xt, slots)
-
-        Phi = np.asarray(compiled(("features", self.signature(), d), build)(X, *params.values()))
+        self._check_tree_input_dim(X.shape[1])
+        Phi = self._run_graph("features", X, None, lambda Xt, _, bind: self._graph(Xt, bind))
         return check_finite_result(Phi, f"the features {self!r} of X")  # finite X, yet inf/NaN: an overflow
 
     def __repr__(self) -> str:
@@ -102,14 +81,16 @@ def _one_column(d: int, what: str) -> None:
         raise ValueError(f"{what} is defined for 1-D inputs, but X has {d} columns")
 
 
-class Polynomial(FeatureMap):
+class Monomials(FeatureMap):
     """φ(x) = all monomials x₁^a₁⋯x_d^a_d with a₁+⋯+a_d ≤ M; for d = 1, (1, x, x², …, x^M)   (PRML 3.3).
 
-    `degree`: M ≥ 0. The constant 1 is the first feature.
+    `degree`: M ≥ 0. The constant 1 is the first feature. Also named `Polynomial` (the polynomial
+    basis of PRML; not the kernel `bayeskern.kernels.Polynomial`, (xᵀx′ + c)^M).
     """
 
     def __init__(self, degree: int):
         self.degree = check_integer(degree, "degree", 0)
+        super().__init__()
 
     def exponents(self, d: int) -> np.ndarray:
         """The (M, d) exponent table, by total degree then lexicographically."""
@@ -133,22 +114,30 @@ class Polynomial(FeatureMap):
         return {"degree": self.degree}
 
 
+#: the feature map's name in PRML 3.3 (the polynomial basis), kept: `Monomials` says what it gives
+Polynomial = Monomials
+
+
 class GaussianBasis(FeatureMap):
     """φⱼ(x) = exp(−‖x − μⱼ‖² / (2s²))   (PRML 3.4), i.e. the RBF kernel between X and the centers.
 
     `centers`: μ (M,) or (M, d). `width`: s > 0. `bias`: prepend the constant feature φ₀ = 1.
     """
 
+    centers = parameter("centers", "μ (M, d)")
+    width = parameter("width", "s, a scalar or one per input column")
+
     def __init__(self, centers, width, bias: bool = False):
-        self.centers = as_inputs(centers, "centers")
-        self.width = check_number(width, "width", positive=True)
-        if np.ndim(self.width) > 1:
-            raise ValueError(f"width must be a scalar or one width per input column, got shape {np.shape(self.width)}")
+        centers = as_inputs(centers, "centers")
+        width = check_number(width, "width", positive=True)
+        if np.ndim(width) > 1:
+            raise ValueError(f"width must be a scalar or one width per input column, got shape {np.shape(width)}")
         try:
-            _rbf(self.width)  # the RBF's own checks on its length scale ℓ = s
+            _rbf(width)  # the RBF's own checks on its length scale ℓ = s
         except ValueError as err:
             raise ValueError(f"width, the length scale of the Gaussian basis: {err}") from None
         self.bias = check_flag(bias, "bias")
+        super().__init__(centers=centers, width=width)
 
     def n_features(self, d: int) -> int:
         return len(self.centers) + self.bias
@@ -157,9 +146,6 @@ class GaussianBasis(FeatureMap):
         if self.centers.shape[1] != d:
             raise ValueError(f"centers have {self.centers.shape[1]} column(s) but X has {d}")
         _rbf(self.width)._check_input_dim(d)
-
-    def parameters(self):
-        return {"centers": self.centers, "width": np.asarray(self.width, dtype=np.float64)}
 
     def _config(self):
         return self.bias
@@ -178,21 +164,22 @@ class SigmoidBasis(FeatureMap):
     `centers`: μ (M,). `width`: s > 0. `bias`: prepend the constant feature φ₀ = 1.
     """
 
+    centers = parameter("centers", "μ (M,)")
+    width = parameter("width", "s, a scalar")
+
     def __init__(self, centers, width, bias: bool = False):
-        self.centers = as_inputs(centers, "centers")
-        if self.centers.shape[1] != 1:
+        centers = as_inputs(centers, "centers")
+        if centers.shape[1] != 1:
             raise ValueError("centers must be 1-D: SigmoidBasis is defined for 1-D inputs")
-        self.width = float(check_number(width, "width", positive=True, scalar=True))
+        width = check_number(width, "width", positive=True, scalar=True)
         self.bias = check_flag(bias, "bias")
+        super().__init__(centers=centers[:, 0], width=width)
 
     def n_features(self, d: int) -> int:
         return len(self.centers) + self.bias
 
     def _check_input_dim(self, d: int) -> None:
         _one_column(d, "SigmoidBasis")
-
-    def parameters(self):
-        return {"centers": self.centers[:, 0], "width": np.asarray(self.width)}
 
     def _config(self):
         return self.bias
@@ -201,7 +188,7 @@ class SigmoidBasis(FeatureMap):
         return _with_bias(pt.sigmoid((X - p["centers"][None, :]) / p["width"]), self.bias)
 
     def _repr_args(self):
-        return {"n_centers": len(self.centers), "width": self.width, "bias": self.bias}
+        return {"n_centers": len(self.centers), "width": float(self.width), "bias": self.bias}
 
 
 class Fourier(FeatureMap):
@@ -210,18 +197,17 @@ class Fourier(FeatureMap):
     `order`: K ≥ 0 harmonics (2K + 1 features). `period`: P > 0.
     """
 
+    period = parameter("period", "P, a scalar")
+
     def __init__(self, order: int, period=1.0):
         self.order = check_integer(order, "order", 0)
-        self.period = float(check_number(period, "period", positive=True, scalar=True))
+        super().__init__(period=check_number(period, "period", positive=True, scalar=True))
 
     def n_features(self, d: int) -> int:
         return 2 * self.order + 1
 
     def _check_input_dim(self, d: int) -> None:
         _one_column(d, "Fourier")
-
-    def parameters(self):
-        return {"period": np.asarray(self.period)}
 
     def _config(self):
         return self.order
@@ -233,7 +219,7 @@ class Fourier(FeatureMap):
         return _with_bias(pairs, True)
 
     def _repr_args(self):
-        return {"order": self.order, "period": self.period}
+        return {"order": self.order, "period": float(self.period)}
 
 
 # -- feature maps of kernels: from k(x, x′) back to φ(x)ᵀφ(x′) ----------------------------------------
@@ -245,9 +231,11 @@ class PolynomialKernelFeatures(FeatureMap):
     (x₁², √2·x₁x₂, x₂²), the seeds' example.
     """
 
+    c = parameter("c", "the offset c ≥ 0, a scalar")
+
     def __init__(self, degree: int, c: float = 0.0):
         self.degree = check_integer(degree, "degree", 1)
-        self.c = float(check_number(c, "c", nonnegative=True, scalar=True))
+        super().__init__(c=check_number(c, "c", nonnegative=True, scalar=True))
 
     def exponents(self, d: int) -> np.ndarray:
         """Multi-indices a over (constant, x₁, …, x_d) with |a| = M (a₀ = 0 only when c = 0)."""
@@ -258,9 +246,6 @@ class PolynomialKernelFeatures(FeatureMap):
     def n_features(self, d: int) -> int:
         # multi-indices with |a| = M over d + 1 slots (constant and x), or over the d slots of x when c = 0
         return math.comb(self.degree + d, d) if self.c != 0.0 else math.comb(self.degree + d - 1, d - 1)
-
-    def parameters(self):
-        return {"c": np.asarray(self.c)}
 
     def _config(self):
         return (self.degree, self.c == 0.0)
@@ -273,7 +258,7 @@ class PolynomialKernelFeatures(FeatureMap):
         return np.sqrt(coefficient)[None, :] * pt.prod(V[:, None, :] ** E[None, :, :], axis=2)
 
     def _repr_args(self):
-        return {"degree": self.degree, "c": self.c}
+        return {"degree": self.degree, "c": float(self.c)}
 
 
 class RandomFourier(FeatureMap):
@@ -283,6 +268,9 @@ class RandomFourier(FeatureMap):
     shrinks like 1/√D. `n_features`: D. `lengthscale`: ℓ (scalar, or one per column). `input_dim`: d.
     `seed`: fixes W and b.
     """
+
+    W = parameter("W", "the random frequencies (d, D)")
+    b = parameter("b", "the random phases (D,)")
 
     def __init__(self, n_features: int, lengthscale=1.0, input_dim: int = 1, seed=0):
         self.D = check_integer(n_features, "n_features", 1)
@@ -296,12 +284,9 @@ class RandomFourier(FeatureMap):
         rng = rng_from(seed)
         ls = np.broadcast_to(np.asarray(self.lengthscale, dtype=np.float64), (self.input_dim,))
         with np.errstate(over="ignore"):
-            self.W = rng.standard_normal((self.input_dim, self.D)) / ls[:, None]  # W ~ N(0, ℓ⁻²)
-        check_finite_result(self.W, f"the random frequencies W ~ N(0, lengthscale⁻²) with lengthscale {np.min(ls):.3g}")
-        self.b = rng.uniform(0.0, 2 * np.pi, self.D)  # b ~ U(0, 2π)
-
-    def parameters(self):
-        return {"W": self.W, "b": self.b}
+            W = rng.standard_normal((self.input_dim, self.D)) / ls[:, None]  # W ~ N(0, ℓ⁻²)
+        check_finite_result(W, f"the random frequencies W ~ N(0, lengthscale⁻²) with lengthscale {np.min(ls):.3g}")
+        super().__init__(W=W, b=rng.uniform(0.0, 2 * np.pi, self.D))  # b ~ U(0, 2π)
 
     def n_features(self, d: int) -> int:
         return self.D
@@ -325,16 +310,27 @@ class MercerFeatures(FeatureMap):
     round-off floor n·ε·λmax by default). `kernel`: a kernel with numeric hyperparameters.
     """
 
+    X_basis = parameter("X_basis", "the basis points (n_basis, d)")
+    projection = parameter("projection", "U Λ^(−½) (n_basis, M)")
+
     @numerical_failure("the kernel's values on X_basis overflow float64, or its eigendecomposition fails: scale or center X_basis")
     def __init__(self, kernel, X_basis, n_components: int | None = None):
-        self.kernel = check_kernel(kernel)
-        self.X_basis = as_inputs(X_basis, "X_basis")
-        lam, U = psd_eigh(kernel.evaluate(self.X_basis), "the kernel on X_basis")
+        check_kernel(kernel)
+        X_basis = as_inputs(X_basis, "X_basis")
+        lam, U = psd_eigh(kernel.evaluate(X_basis), "the kernel on X_basis")
         lam, U = lam[::-1], U[:, ::-1]  # largest first
         keep = lam > len(lam) * EPS * max(lam[0], 1e-300)
         if n_components is not None:
             keep &= np.arange(len(lam)) < check_integer(n_components, "n_components", 1)
         self.eigenvalues, self.eigenvectors = lam[keep], U[:, keep]
+        # the kernel is a child part and the basis and U Λ^(−½) are numbers fed in: one compiled graph per structure
+        super().__init__(X_basis=X_basis, projection=self.eigenvectors / np.sqrt(self.eigenvalues)[None, :])
+        self.children = (kernel,)
+
+    @property
+    def kernel(self):
+        """The kernel k whose eigen-features these are."""
+        return self.children[0]
 
     def n_features(self, d: int) -> int:
         return len(self.eigenvalues)
@@ -343,12 +339,10 @@ class MercerFeatures(FeatureMap):
         if d != self.X_basis.shape[1]:
             raise ValueError(f"X_basis has {self.X_basis.shape[1]} column(s) but X has {d}")
 
-    def _config(self):
-        return self  # the kernel's numbers are part of the graph: one compiled graph per instance
-
-    def _symbolic(self, X, p):
-        projection = self.eigenvectors / np.sqrt(self.eigenvalues)[None, :]  # U Λ^(−½)
-        return pt.dot(self.kernel.full(X, self.X_basis), projection)  # φ(x) = Λ^(−½) Uᵀ k(X_basis, x)
+    def _graph(self, X, bind):
+        p = bind(self)
+        K = self.kernel._build(X, p["X_basis"], False, bind)  # k(x, X_basis), (n, n_basis)
+        return pt.dot(K, p["projection"])  # φ(x) = Λ^(−½) Uᵀ k(X_basis, x)
 
     def _repr_args(self):
         return {"n_basis": len(self.X_basis), "n_components": len(self.eigenvalues)}
@@ -367,9 +361,6 @@ class PowerSet(FeatureMap):
         if d > 16:
             raise ValueError(f"PowerSet has 2^d features; d = {d} is too many (at most 16)")
 
-    def _config(self):
-        return ()
-
     def _symbolic(self, X, p):
         d = X.type.shape[1]
         E = np.array([[(mask >> j) & 1 for j in range(d)] for mask in range(2**d)], dtype=np.float64)
@@ -381,7 +372,7 @@ def n_features(phi, d: int) -> int | None:
     d = check_integer(d, "d", 1)
     _check_callable(phi, "phi")
     if isinstance(phi, FeatureMap):
-        phi._check_input_dim(d)
+        phi._check_tree_input_dim(d)
         return phi.n_features(d)
     return None
 

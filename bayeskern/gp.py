@@ -66,7 +66,7 @@ class GPLikelihood(Likelihood):
     kernel: Kernel
 
     def hyperparameters(self) -> list:
-        return [self.sigma] + [v for node in self.kernel._walk() for v in node.hyperparameters.values()]
+        return [self.sigma] + [v for node in self.kernel.walk() for v in node.parameters().values()]
 
     def with_values(self, value) -> "GPLikelihood":
         return GPLikelihood(self.X, self.y, float(value(self.sigma)), self.kernel.map_hyperparameters(value))

@@ -227,6 +227,7 @@ REGISTRY: dict[str, Case] = {
                                               lambda: {"kernel": RBF05(), "X_basis": X.copy(), "n_components": 3},
                                               {"kernel": "kernel", "X_basis": "X", "n_components": "int"},
                                               use=lambda phi: (phi.eigenvalues, phi.eigenvectors)),  # phi(X): MercerFeatures.__call__
+    "bayeskern.features.Monomials": Case(lambda **kw: bk.features.Monomials(**kw), lambda: {"degree": 3}, {"degree": "int"}, use=_features_use),
     "bayeskern.features.Polynomial": Case(lambda **kw: bk.features.Polynomial(**kw), lambda: {"degree": 3}, {"degree": "int"}, use=_features_use),
     "bayeskern.features.PolynomialKernelFeatures": Case(lambda **kw: bk.features.PolynomialKernelFeatures(**kw), lambda: {"degree": 2, "c": 1.0},
                                                         {"degree": "int", "c": "scale"}, use=_features_use),
@@ -397,7 +398,8 @@ REGISTRY["bayeskern.kernels.FisherKernel.evaluate"] = Case(
 )
 _CALL = {
     "Fourier": lambda: bk.features.Fourier(3), "GaussianBasis": lambda: bk.features.GaussianBasis([0.0, 0.5, 1.0], 0.3),
-    "MercerFeatures": lambda: bk.features.MercerFeatures(RBF05(), X), "Polynomial": lambda: bk.features.Polynomial(3),
+    "MercerFeatures": lambda: bk.features.MercerFeatures(RBF05(), X), "Monomials": lambda: bk.features.Monomials(3),
+    "Polynomial": lambda: bk.features.Polynomial(3),
     "PolynomialKernelFeatures": lambda: bk.features.PolynomialKernelFeatures(2, 1.0), "PowerSet": bk.features.PowerSet,
     "RandomFourier": lambda: bk.features.RandomFourier(20, 0.5), "SigmoidBasis": lambda: bk.features.SigmoidBasis([0.0, 0.5, 1.0], 0.3),
 }

@@ -69,3 +69,43 @@ def test_bad_inputs_are_named():
         F.SigmoidBasis([0.0], 1.0)(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="centers have 1 column"):
         F.GaussianBasis([0.0, 1.0], 1.0)(np.zeros((3, 2)))
+
+
+def test_monomials_is_the_canonical_name_of_the_polynomial_basis():
+    assert F.Polynomial is F.Monomials and "Monomials" in F.__all__ and "Polynomial" in F.__all__
+    x = np.linspace(-2, 2, 9)
+    np.testing.assert_allclose(F.Monomials(3)(x), ref.poly_features_1d(x, 3), rtol=RTOL, atol=ATOL)
+    assert repr(F.Polynomial(2)) == "Monomials(degree=2)"
+
+
+def test_maps_differing_only_in_numbers_share_one_compiled_function():
+    from bayeskern import _compile
+    from bayeskern import kernels as K
+
+    x = np.linspace(-1, 2, 11)
+    F.GaussianBasis([0.0, 1.0, 2.0], 0.3)(x)
+    K.FeatureKernel(F.GaussianBasis([0.0, 1.0, 2.0], 0.3), 1.0).evaluate(x)
+    F.MercerFeatures(K.RBF(0.4), x[::2], n_components=4)(x)
+    before = len(_compile._CACHE)
+    for width, centers, S in ((0.5, [0.1, 0.4, 0.9], 2.0), (1.5, [-1.0, 0.0, 3.0], 0.5)):
+        Phi = F.GaussianBasis(centers, width)(x)
+        np.testing.assert_allclose(Phi, ref.gaussian_features(x[:, None], np.asarray(centers), width), rtol=RTOL, atol=ATOL)
+        # k = φᵀ S φ: one matrix product on top of Φ, agreement to rounding
+        np.testing.assert_allclose(K.FeatureKernel(F.GaussianBasis(centers, width), S).evaluate(x), S * Phi @ Phi.T, rtol=1e-12, atol=1e-14)
+    Phi = F.MercerFeatures(K.RBF(0.8), x[::2], n_components=4)(x[::2])
+    assert Phi.shape == (6, 4)
+    assert len(_compile._CACHE) == before  # nothing compiled afresh: maps, feature kernels and the Mercer basis Gram matrix all reused
+
+
+def test_map_parameters_copies_the_tree_with_the_map_as_a_child():
+    from bayeskern import kernels as K
+
+    k = K.FeatureKernel(F.GaussianBasis([0.0, 1.0], 0.5), 2.0)
+    doubled = k.map_parameters(lambda v: 2 * v)
+    assert doubled.phi is not k.phi and isinstance(doubled.phi, F.GaussianBasis)
+    np.testing.assert_array_equal(doubled.phi.centers, [[0.0], [2.0]])
+    assert float(doubled.phi.width) == 1.0 and float(doubled.hyperparameters["prior_cov"]) == 4.0
+    assert float(k.phi.width) == 0.5  # the original is unchanged
+    x = np.linspace(-1, 3, 5)
+    Phi = ref.gaussian_features(x[:, None], np.array([0.0, 2.0]), 1.0)
+    np.testing.assert_allclose(doubled.evaluate(x), 4.0 * Phi @ Phi.T, rtol=1e-12, atol=1e-14)

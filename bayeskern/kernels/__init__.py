@@ -11,7 +11,7 @@ from bayeskern.kernels.neural import NNGP, NTK
 from bayeskern.kernels.prml import PRML
 from bayeskern.kernels.probability import Mixture, ProbabilityProduct
 from bayeskern.kernels.sigmoid import Sigmoid
-from bayeskern.kernels.smoothing import Boxcar
+from bayeskern.kernels.boxcar import Boxcar
 from bayeskern.kernels.stationary import RBF, MahalanobisRBF, Matern12, Matern32, Matern52, Periodic, RatQuad
 
 __all__ = [

@@ -1,22 +1,16 @@
 """The kernel base class: a covariance function k(x, x′) as a PyTensor graph, composed by + and *."""
 
-import copy
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable
 from functools import reduce
 from operator import add, mul
 
 import numpy as np
 import pytensor.tensor as pt
 
-from bayeskern._compile import compiled
+from bayeskern._parameterised import Parameterised, bind_given
 from bayeskern._validation import as_inputs, check_finite_result, check_flag, check_kernel, check_number, is_symbolic, same_columns
 
 __all__ = ["Kernel", "Product", "Scaled", "Sum"]
-
-
-def _given(kernel: "Kernel") -> dict:
-    """Bind a kernel's hyperparameters to themselves: numbers become constants, random variables stay."""
-    return {name: pt.as_tensor_variable(v) for name, v in kernel.hyperparameters.items()}
 
 
 def _input_tensor(X, name: str):
@@ -30,19 +24,24 @@ def _input_tensor(X, name: str):
     return pt.as_tensor_variable(as_inputs(X, name))
 
 
-class Kernel:
+class Kernel(Parameterised):
     """A covariance function k(x, x′) whose hyperparameters are numbers, arrays or PyMC random variables.
 
     A leaf kernel implements `_full(X, Xs, p)` (and `_diag(X, p)` when the diagonal is cheaper than the
     matrix), where `p` maps hyperparameter names to tensors. `+`, `*` and scaling are defined here once.
-    `full`/`diag` give PyTensor graphs for PyMC models; `evaluate` gives numbers.
+    `full`/`diag` give PyTensor graphs for PyMC models; `evaluate` gives numbers. The tree of parts,
+    the signature of the compiled graph and `map_parameters` come from `Parameterised`.
     """
 
     __array_ufunc__ = None  # numpy scalars and arrays defer to Kernel.__radd__ / __rmul__
-    children: tuple["Kernel", ...] = ()
 
-    def __init__(self, **hyperparameters):
-        self.hyperparameters = hyperparameters
+    @property
+    def hyperparameters(self) -> dict:
+        """This kernel's own hyperparameters {name: value}: `parameters()` under the kernels' name."""
+        return self.parameters()
+
+    #: the kernels' name for `map_parameters`: a copy of the tree with every hyperparameter v replaced by fn(v)
+    map_hyperparameters = Parameterised.map_parameters
 
     # -- what a leaf kernel implements ---------------------------------------------------------
     def _full(self, X, Xs, p: dict):
@@ -51,29 +50,10 @@ class Kernel:
     def _diag(self, X, p: dict):
         return pt.diagonal(self._full(X, None, p))
 
-    def _config(self) -> Hashable:
-        """Settings that are not tensors but change the graph (a polynomial degree, a feature map)."""
-        return ()
-
-    def _check_input_dim(self, d: int) -> None:
-        """Raise a ValueError if this kernel cannot take inputs with d columns."""
-
     # -- graph building ------------------------------------------------------------------------
-    def _build(self, X, Xs, diag: bool, bind: Callable[["Kernel"], dict]):
+    def _build(self, X, Xs, diag: bool, bind: Callable[[Parameterised], dict]):
         p = bind(self)
         return self._diag(X, p) if diag else self._full(X, Xs, p)
-
-    def _walk(self) -> Iterator["Kernel"]:
-        yield self
-        for child in self.children:
-            yield from child._walk()
-
-    def _signature(self) -> Hashable:
-        """What the compiled graph depends on: kernel types, settings, hyperparameter ranks and trailing shapes."""
-        ranks = tuple(
-            (name, v.ndim if is_symbolic(v) else (np.ndim(v), np.shape(v)[1:])) for name, v in self.hyperparameters.items()
-        )
-        return (type(self).__qualname__, self._config(), ranks, tuple(c._signature() for c in self.children))
 
     def full(self, X, Xs=None, symmetrise: bool = True):
         """The symbolic covariance matrix K(X, Xs) (Xs = X when not given).
@@ -84,21 +64,14 @@ class Kernel:
         """
         X, Xs = _input_tensor(X, "X"), _input_tensor(Xs, "Xs")
         self._check_dims(X.type.shape[1], None if Xs is None else Xs.type.shape[1])
-        K = self._build(X, Xs, False, _given)
+        K = self._build(X, Xs, False, bind_given)
         return K if Xs is not None or not symmetrise else 0.5 * (K + K.T)
 
     def diag(self, X):
         """The symbolic diagonal k(xᵢ, xᵢ)."""
         X = _input_tensor(X, "X")
         self._check_dims(X.type.shape[1], None)
-        return self._build(X, None, True, _given)
-
-    def map_hyperparameters(self, fn: Callable) -> "Kernel":
-        """A copy of this kernel tree with every hyperparameter v replaced by fn(v) (e.g. a number for an RV)."""
-        new = copy.copy(self)
-        new.hyperparameters = {name: fn(v) for name, v in self.hyperparameters.items()}
-        new.children = tuple(child.map_hyperparameters(fn) for child in self.children)
-        return new
+        return self._build(X, None, True, bind_given)
 
     def __call__(self, X, Xs=None, diag: bool = False):
         return self.diag(X) if diag else self.full(X, Xs)
@@ -106,8 +79,11 @@ class Kernel:
     def _check_dims(self, d: int, ds: int | None) -> None:
         if ds is not None and ds != d:
             raise ValueError(f"Xs has {ds} column(s) but X has {d}")
-        for node in self._walk():
-            node._check_input_dim(d)
+        self._check_tree_input_dim(d)
+
+    def _symbolic_parameter_message(self, name: str, node: Parameterised) -> str:
+        return (f"evaluate needs numeric hyperparameters, but {name!r} of {type(node).__name__} "
+                "is symbolic (a PyMC random variable?); use k.full(X) inside the model instead")
 
     def evaluate(self, X, Xs=None, diag: bool = False) -> np.ndarray:
         """K(X, Xs) as a numpy array (n, m); X is (n, d), a 1-D X means d = 1.
@@ -121,35 +97,10 @@ class Kernel:
         if Xs is not None:
             same_columns(X, Xs, "X", "Xs")
         diag = check_flag(diag, "diag")
-        d = X.shape[1]
-        self._check_dims(d, None)
-        nodes, values = [], []
-        for node in self._walk():
-            for name, v in node.hyperparameters.items():
-                if is_symbolic(v):
-                    raise ValueError(
-                        f"evaluate needs numeric hyperparameters, but {name!r} of {type(node).__name__} "
-                        "is symbolic (a PyMC random variable?); use k.full(X) inside the model instead"
-                    )
-                values.append(v)
-            nodes.append(node)
-        key = ("kernel", self._signature(), d, Xs is not None, diag)
-
-        def build():
-            Xt = pt.tensor("X", shape=(None, d), dtype="float64")
-            Xst = pt.tensor("Xs", shape=(None, d), dtype="float64") if Xs is not None else None
-            slots = {
-                id(node): {n: pt.tensor(n, shape=(None,) + np.shape(v)[1:] if np.ndim(v) else (), dtype="float64") for n, v in node.hyperparameters.items()}
-                for node in nodes
-            }
-            out = self._build(Xt, Xst, diag, lambda node: slots[id(node)])
-            inputs = [Xt] + ([Xst] if Xst is not None else []) + [t for node in nodes for t in slots[id(node)].values()]
-            return inputs, out
-
-        fn = compiled(key, build)
-        args = [X] + ([Xs] if Xs is not None else []) + values
+        self._check_dims(X.shape[1], None)
+        K = self._run_graph("kernel", X, Xs, lambda Xt, Xst, bind: self._build(Xt, Xst, bool(diag), bind), bool(diag))
         # finite inputs and hyperparameters, yet inf/NaN out: an overflow, reported rather than returned
-        return check_finite_result(np.asarray(fn(*args)), f"{self!r} evaluated on X{'' if Xs is None else ' and Xs'}")
+        return check_finite_result(K, f"{self!r} evaluated on X{'' if Xs is None else ' and Xs'}")
 
     # -- algebra -------------------------------------------------------------------------------
     def __add__(self, other):

@@ -30,33 +30,33 @@ class FeatureKernel(Kernel):
     def __init__(self, phi, prior_cov):
         if not callable(phi):
             raise ValueError(f"phi must be a feature map or a callable X -> Phi, got {phi!r}")
-        self.phi = phi
-        # a feature map's numbers (centers, random weights …) ride along as hyperparameters, so the
-        # compiled graph is shared by every map of the same structure
-        own = {f"phi__{k}": v for k, v in phi.parameters().items()} if isinstance(phi, FeatureMap) else {}
-        super().__init__(prior_cov=check_prior_cov(prior_cov), **own)
+        super().__init__(prior_cov=check_prior_cov(prior_cov))
+        # a feature map is a child part: its numbers (centers, random weights …) are fed to the compiled
+        # graph like the kernel's own, so one graph serves every map of the same structure; a plain
+        # callable is a setting of the graph
+        self.children, self._callable = ((phi,), None) if isinstance(phi, FeatureMap) else ((), phi)
+
+    @property
+    def phi(self):
+        """The feature map φ (or the plain callable X → Φ)."""
+        return self.children[0] if self.children else self._callable
 
     def _config(self):
-        return ("feature map", self.phi._config(), type(self.phi).__qualname__) if isinstance(self.phi, FeatureMap) else self.phi
-
-    def _design(self, X, p):
-        if isinstance(self.phi, FeatureMap):
-            return self.phi._symbolic(X, {k.removeprefix("phi__"): v for k, v in p.items() if k.startswith("phi__")})
-        return design_tensor(self.phi, X)
+        return () if self.children else self._callable
 
     def _check_input_dim(self, d: int) -> None:
         S, M = self.hyperparameters["prior_cov"], n_features(self.phi, d)
         if M is not None and not is_symbolic(S) and np.ndim(S) > 0 and np.shape(S)[0] != M:
             raise ValueError(f"prior_cov has {np.shape(S)[0]} rows but phi gives M={M} features")
 
-    def _full(self, X, Xs, p):
-        Phi = self._design(X, p)
-        Phis = Phi if Xs is None else self._design(Xs, p)
-        return prior_cov_product(Phi, p["prior_cov"], Phis)
+    def _build(self, X, Xs, diag, bind):
+        def design(A):
+            return self.phi._graph(A, bind) if self.children else design_tensor(self.phi, A)
 
-    def _diag(self, X, p):
+        Phi, S = design(X), bind(self)["prior_cov"]
+        if not diag:
+            return prior_cov_product(Phi, S, Phi if Xs is None else design(Xs))
         # k(xᵢ, xᵢ) = φ(xᵢ)ᵀ Σ φ(xᵢ), row by row without forming Φ Σ Φᵀ
-        Phi, S = self._design(X, p), p["prior_cov"]
         if S.ndim == 0:
             return S * pt.sum(Phi**2, axis=1)
         if S.ndim == 1:

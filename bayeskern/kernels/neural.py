@@ -3,7 +3,7 @@
 import numpy as np
 import pytensor.tensor as pt
 
-from bayeskern._validation import check_integer, check_number, is_symbolic
+from bayeskern._validation import check_integer, check_number
 from bayeskern.kernels.arccosine import angular_cosine, arccos_J
 from bayeskern.kernels.base import Kernel
 
@@ -66,7 +66,7 @@ class _ReLUNetwork(Kernel):
         sw2 = check_number(weight_variance, "weight_variance", positive=True)
         sb2 = check_number(bias_variance, "bias_variance", nonnegative=True)
         for name, v in (("weight_variance", sw2), ("bias_variance", sb2)):
-            if (v.ndim if is_symbolic(v) else np.ndim(v)) != 0:
+            if v.ndim != 0:
                 raise ValueError(f"{name} must be a scalar")
         super().__init__(weight_variance=sw2, bias_variance=sb2)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytensor.tensor as pt
 
 from bayeskern._validation import check_number, is_symbolic
-from bayeskern.kernels.base import Scaled, Sum
+from bayeskern.kernels.base import Scaled, Sum, _show
 from bayeskern.kernels.constant import Constant
 from bayeskern.kernels.dot_product import Linear
 from bayeskern.kernels.stationary import RBF
@@ -30,8 +30,6 @@ class PRML(Sum):
         super().__init__(Scaled(RBF(lengthscale), theta0), Constant(theta2), Scaled(Linear(), theta3))
 
     def __repr__(self) -> str:
-        from bayeskern.kernels.base import _show
-
         rbf, constant, linear = self.children
         ell = rbf.children[0].hyperparameters["lengthscale"]
         now = (rbf.hyperparameters["scale"], ell, constant.hyperparameters["c"], linear.hyperparameters["scale"])

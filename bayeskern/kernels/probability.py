@@ -11,10 +11,6 @@ __all__ = ["Mixture", "ProbabilityProduct"]
 _LOG_2PI = float(np.log(2 * np.pi))
 
 
-def _ndim(v) -> int:
-    return v.ndim if is_symbolic(v) else np.ndim(v)
-
-
 class ProbabilityProduct(Kernel):
     """k(x, x′) = ∫ p(z)^ρ p′(z)^ρ dz for the Gaussians p = N(x, Σ), p′ = N(x′, Σ) (Jebara, Kondor & Howard 2004).
 
@@ -30,9 +26,9 @@ class ProbabilityProduct(Kernel):
     def __init__(self, rho=1.0, variance=1.0):
         rho = check_number(rho, "rho", positive=True)
         variance = check_number(variance, "variance", positive=True)
-        if _ndim(rho) != 0:
+        if rho.ndim != 0:
             raise ValueError("rho must be a scalar")
-        if _ndim(variance) > 1:
+        if variance.ndim > 1:
             raise ValueError("variance must be a scalar or one variance per input column")
         super().__init__(rho=rho, variance=variance)
 
@@ -72,11 +68,11 @@ class Mixture(Kernel):
         means = check_number(means, "means")
         if not is_symbolic(means) and means.ndim == 1:
             means = means[:, None]
-        if _ndim(means) != 2:
+        if means.ndim != 2:
             raise ValueError("means must be a (K, d) array of component means")
         scales = check_number(scales, "scales", positive=True)
         weights = check_number(weights, "weights", nonnegative=True)
-        if _ndim(weights) != 1:
+        if weights.ndim != 1:
             raise ValueError("weights must be a vector p(i) of one weight per component")
         if not is_symbolic(weights) and not np.isclose(weights.sum(), 1.0, rtol=0, atol=1e-10):
             raise ValueError(f"weights must sum to 1 (they are p(i)), got sum {weights.sum():.6g}")
@@ -88,7 +84,7 @@ class Mixture(Kernel):
                 raise ValueError(f"scales has {scales.shape[0]} rows but means has {K} components")
             if not is_symbolic(scales) and scales.ndim == 2 and scales.shape[1] != means.shape[1]:
                 raise ValueError(f"scales has {scales.shape[1]} columns but means has {means.shape[1]}")
-        if _ndim(scales) > 2:
+        if scales.ndim > 2:
             raise ValueError("scales must be a scalar, (K,) or (K, d)")
         super().__init__(means=means, scales=scales, weights=weights)
 

@@ -2,7 +2,7 @@
 
 import pytensor.tensor as pt
 
-from bayeskern._validation import check_number, is_symbolic
+from bayeskern._validation import check_number
 from bayeskern.kernels.base import Kernel
 
 __all__ = ["Sigmoid"]
@@ -23,7 +23,7 @@ class Sigmoid(Kernel):
     def __init__(self, a=1.0, b=0.0):
         a, b = check_number(a, "a"), check_number(b, "b")
         for name, v in (("a", a), ("b", b)):
-            if (v.ndim if is_symbolic(v) else v.ndim) != 0:
+            if v.ndim != 0:
                 raise ValueError(f"{name} must be a scalar")
         super().__init__(a=a, b=b)
 

@@ -90,7 +90,7 @@ def _check_lengthscale(lengthscale):
     if not is_symbolic(lengthscale) and np.any(lengthscale < TINY):
         # 1/ℓ would overflow: (x − x′)/ℓ is computed as (x − x′)·ℓ⁻¹ under fastmath, 0·∞ at x = x′
         raise ValueError(f"lengthscale must be at least {TINY:.3g}, the smallest normal float")
-    if (lengthscale.ndim if is_symbolic(lengthscale) else np.ndim(lengthscale)) > 1:
+    if lengthscale.ndim > 1:
         raise ValueError("lengthscale must be a scalar or a vector of one length scale per input column")
     return lengthscale
 
@@ -141,7 +141,7 @@ class RBF(_PyMCStationary):
             raise ValueError("give exactly one of lengthscale (ℓ) and bandwidth (σ² = ℓ²)")
         if bandwidth is not None:
             bandwidth = check_number(bandwidth, "bandwidth", positive=True)
-            if (bandwidth.ndim if is_symbolic(bandwidth) else np.ndim(bandwidth)) > 1:
+            if bandwidth.ndim > 1:
                 raise ValueError("bandwidth must be a scalar or a vector of one σ² per input column")
             lengthscale = pt.sqrt(bandwidth) if is_symbolic(bandwidth) else np.sqrt(bandwidth)
         super().__init__(lengthscale)

@@ -1,8 +1,8 @@
-"""Smoothing kernels that are not Mercer kernels: the boxcar (top-hat) 1[‖x − x′‖ ≤ h] (seed 001)."""
+"""The boxcar (top-hat) kernel 1[‖x − x′‖ ≤ h] (seed 001), a smoothing kernel that is not a Mercer kernel."""
 
 import pytensor.tensor as pt
 
-from bayeskern._validation import check_number, is_symbolic
+from bayeskern._validation import check_number
 from bayeskern.kernels.base import Kernel
 
 __all__ = ["Boxcar"]
@@ -19,7 +19,7 @@ class Boxcar(Kernel):
 
     def __init__(self, width=1.0):
         width = check_number(width, "width", positive=True)
-        if (width.ndim if is_symbolic(width) else width.ndim) != 0:
+        if width.ndim != 0:
             raise ValueError("width must be a scalar")
         super().__init__(width=width)
 
