@@ -96,8 +96,8 @@ def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None]
         if spec.empirical_bayes is not None:
             for i, c in enumerate(candidates):
                 started, before = time.perf_counter(), len(caught)
-                say(f"empirical Bayes {i + 1}/{len(candidates)}: {c.expression} ({spec.empirical_bayes['restarts']} starts) …")
-                c.eb = empirical_bayes(c.model, seed=seed, **spec.empirical_bayes)
+                say(f"empirical Bayes {i + 1}/{len(candidates)}: {c.expression} ({spec.empirical_bayes.restarts} starts) …")
+                c.eb = empirical_bayes(c.model, seed=seed, **spec.empirical_bayes.as_kwargs())
                 if len(candidates) > 1:  # say which candidate a warning is about
                     for w in caught[before:]:
                         w.message = f"{c.expression}: {w.message}"
@@ -112,11 +112,11 @@ def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None]
         result = Analysis(spec, data, seed, candidates, selected, point={})
         if spec.mcmc is not None:
             settings = spec.mcmc
-            say(f"MCMC ({settings['sampler']}): {settings['chains']} chains × {settings['tune']} tuning + {settings['draws']} draws …")
+            say(f"MCMC ({settings.sampler}): {settings.chains} chains × {settings.tune} tuning + {settings.draws} draws …")
             started = time.perf_counter()
-            dt = mcmc(chosen.model, draws=settings["draws"], tune=settings["tune"], chains=settings["chains"],
-                      seed=seed, sampler=settings["sampler"], thin=settings["thin"], Xnew=Xgrid,
-                      target_accept=settings["target_accept"], progressbar=progressbar)
+            dt = mcmc(chosen.model, draws=settings.draws, tune=settings.tune, chains=settings.chains,
+                      seed=seed, sampler=settings.sampler, thin=settings.thin, Xnew=Xgrid,
+                      target_accept=settings.target_accept, progressbar=progressbar)
             seconds["mcmc"] = time.perf_counter() - started
             say(f"  done in {seconds['mcmc']:.1f} s")
             result.idata = dt
@@ -137,14 +137,14 @@ def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None]
         result.loo_eb = (mean, np.sqrt(var))
         if Xgrid is not None:
             result.grid_eb = plug_in.posterior(result.point, Xnew=Xgrid, include_noise=spec.include_noise)
-            result.prior_draws = _prior_draws(chosen.model, plug_in, result.point, Xgrid, spec.report["prior_samples"], seed)
+            result.prior_draws = _prior_draws(chosen.model, plug_in, result.point, Xgrid, spec.report.prior_samples, seed)
         gram = numeric.kernel if numeric.kind == "gp" else FeatureKernel(numeric.features, numeric.prior_cov)
-        if spec.checks["psd"]:  # Mercer's condition on the data, at the point
+        if spec.checks.psd:  # Mercer's condition on the data, at the point
             result.checks["psd"] = checks.psd(gram, data.X)
             result.spectrum = np.asarray(result.checks["psd"].eigenvalues)
         else:
             result.spectrum = np.linalg.eigvalsh(gram.evaluate(data.X))
-        if spec.checks["kernel_trick"] is not None:
+        if spec.checks.kernel_trick is not None:
             say("kernel-trick audit: BLR in weight space against the GP with k = φᵀΣφ …")
             result.checks["kernel_trick"], result.kernel_trick_curves = _kernel_trick(spec, data, numeric, Xgrid)
     result.seconds = seconds
@@ -180,11 +180,11 @@ def _kernel_trick(spec: Spec, data: Data, numeric, Xgrid):
     that kernel is φᵀΣφ for the spec's φ and Σ; for a BLR model it is k = φᵀΣφ of the model's (or the
     spec's) features.
     """
-    options = spec.checks["kernel_trick"]
-    phi = parse_expression(options["features"], FEATURES) if "features" in options else numeric.features
-    own = numeric.kind == "blr" and "features" not in options
-    prior_cov = options.get("prior_cov", numeric.prior_cov if own else 1.0)
-    sigma = options.get("sigma", numeric.sigma)
+    options = spec.checks.kernel_trick
+    phi = parse_expression(options.features, FEATURES) if options.features is not None else numeric.features
+    own = numeric.kind == "blr" and options.features is None
+    prior_cov = options.prior_cov if options.prior_cov is not None else numeric.prior_cov if own else 1.0
+    sigma = options.sigma if options.sigma is not None else numeric.sigma
     kernel = numeric.kernel if numeric.kind == "gp" else FeatureKernel(phi, prior_cov)
     Xnew = data.X if Xgrid is None else Xgrid
     res = checks.kernel_trick(phi, prior_cov, data.X, data.y, sigma, Xnew=Xnew, kernel=kernel)
