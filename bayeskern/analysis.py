@@ -109,8 +109,8 @@ def _fit_candidates(spec: Spec, candidates: list, seed: int, say: Callable, caug
         return {}
     for i, c in enumerate(candidates):
         started, before = time.perf_counter(), len(caught)
-        say(f"empirical Bayes {i + 1}/{len(candidates)}: {c.expression} ({spec.empirical_bayes['restarts']} starts) …")
-        c.eb = empirical_bayes(c.model, seed=seed, **spec.empirical_bayes)
+        say(f"empirical Bayes {i + 1}/{len(candidates)}: {c.expression} ({spec.empirical_bayes.restarts} starts) …")
+        c.eb = empirical_bayes(c.model, seed=seed, **spec.empirical_bayes.as_kwargs())
         if len(candidates) > 1:  # say which candidate a warning is about
             for w in caught[before:]:
                 w.message = f"{c.expression}: {w.message}"
@@ -121,11 +121,11 @@ def _fit_candidates(spec: Spec, candidates: list, seed: int, say: Callable, caug
 def _sample(result: Analysis, obs_name: str, Xgrid, say: Callable, progressbar: bool) -> None:
     """MCMC over the chosen candidate's hyperparameters, its diagnostics, PSIS-LOO, bands, and EB against it."""
     settings, chosen = result.spec.mcmc, result.chosen
-    say(f"MCMC ({settings['sampler']}): {settings['chains']} chains × {settings['tune']} tuning + {settings['draws']} draws …")
+    say(f"MCMC ({settings.sampler}): {settings.chains} chains × {settings.tune} tuning + {settings.draws} draws …")
     started = time.perf_counter()
-    dt = mcmc(chosen.model, draws=settings["draws"], tune=settings["tune"], chains=settings["chains"],
-              seed=result.seed, sampler=settings["sampler"], thin=settings["thin"], Xnew=Xgrid,
-              target_accept=settings["target_accept"], progressbar=progressbar)
+    dt = mcmc(chosen.model, draws=settings.draws, tune=settings.tune, chains=settings.chains,
+              seed=result.seed, sampler=settings.sampler, thin=settings.thin, Xnew=Xgrid,
+              target_accept=settings.target_accept, progressbar=progressbar)
     result.seconds["mcmc"] = time.perf_counter() - started
     say(f"  done in {result.seconds['mcmc']:.1f} s")
     result.idata = dt
@@ -152,14 +152,14 @@ def _at_point(result: Analysis, plug_in: PlugIn, Xgrid, say: Callable) -> None:
     result.loo_eb = (mean, np.sqrt(var))
     if Xgrid is not None:
         result.grid_eb = conditioned.posterior(Xgrid, include_noise=spec.include_noise)
-        result.prior_draws = _prior_draws(chosen.model, plug_in, result.point, Xgrid, spec.report["prior_samples"], result.seed)
+        result.prior_draws = _prior_draws(chosen.model, plug_in, result.point, Xgrid, spec.report.prior_samples, result.seed)
     gram = conditioned.gram_kernel
-    if spec.checks["psd"]:  # Mercer's condition on the data, at the point
+    if spec.checks.psd:  # Mercer's condition on the data, at the point
         result.checks["psd"] = checks.psd(gram, result.data.X)
         result.spectrum = np.asarray(result.checks["psd"].eigenvalues)
     else:
         result.spectrum = np.linalg.eigvalsh(gram.evaluate(result.data.X))
-    if spec.checks["kernel_trick"] is not None:
+    if spec.checks.kernel_trick is not None:
         say("kernel-trick audit: BLR in weight space against the GP with k = φᵀΣφ …")
         result.checks["kernel_trick"], result.kernel_trick_curves = _kernel_trick(spec, result.data, numeric, Xgrid)
 
@@ -190,11 +190,11 @@ def _kernel_trick(spec: Spec, data: Data, numeric, Xgrid):
     that kernel is φᵀΣφ for the spec's φ and Σ; for a BLR model it is k = φᵀΣφ of the model's (or the
     spec's) features.
     """
-    options = spec.checks["kernel_trick"]
+    options = spec.checks.kernel_trick
     own = numeric.weight_space()  # (φ, Σ) of a BLR model; None for a GP
-    phi = parse_expression(options["features"], FEATURES) if "features" in options else own[0]
-    prior_cov = options.get("prior_cov", own[1] if own is not None and "features" not in options else 1.0)
-    sigma = options.get("sigma", numeric.sigma)
+    phi = parse_expression(options.features, FEATURES) if options.features is not None else own[0]
+    prior_cov = options.prior_cov if options.prior_cov is not None else own[1] if own is not None and options.features is None else 1.0
+    sigma = options.sigma if options.sigma is not None else numeric.sigma
     kernel = numeric.gram_kernel() if own is None else FeatureKernel(phi, prior_cov)
     Xnew = data.X if Xgrid is None else Xgrid
     res = checks.kernel_trick(phi, prior_cov, data.X, data.y, sigma, Xnew=Xnew, kernel=kernel)

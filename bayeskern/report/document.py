@@ -30,9 +30,15 @@ def _edge(bound) -> str:
 
 def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
     """The report as blocks: ("h1"|"h2"|"p", text), ("list", items), ("table", header, rows), ("figure", file, caption)."""
-    spec, out = a.spec, []
     fig = lambda name: [("figure", name, figure_captions[name])] if name in figure_captions else []  # noqa: E731
-    out += [("h1", spec.report["title"]), ("p", spec.description)]
+    return [*_data_and_model(a), *_candidates(a, summary, fig), *_empirical_bayes(summary), *_mcmc(summary, fig),
+            *_eb_vs_mcmc(summary), *_predictions(fig), *_checks(summary, fig), *_reproduce(a, summary)]
+
+
+def _data_and_model(a) -> list[tuple]:
+    """The title, the description, the data, the model and its priors, and the warnings of the run."""
+    spec, out = a.spec, []
+    out += [("h1", spec.report.title), ("p", spec.description)]
     out += [("h2", "Data and model"), ("p", a.data.description + ".")]
     kind = ("a zero-mean Gaussian process, t = f(x) + ε, f ~ GP(0, k), ε ~ N(0, σ²)" if spec.kind == "gp"
             else "Bayesian linear regression t = Φw + ε, w ~ N(0, Σ) with Σ = prior_cov (a number: prior_cov·I), ε ~ N(0, σ²), weights integrated out")
@@ -41,7 +47,12 @@ def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
         out.append(("table", ["hyperparameter", "prior"], [[n, p] for n, p in spec.priors.items()]))
     if a.warnings:
         out += [("h2", "Warnings"), ("list", a.warnings)]
+    return out
 
+
+def _candidates(a, summary: dict, fig) -> list[tuple]:
+    """The candidates ranked by their evidence (with more than one), and the one analysed in full."""
+    out = []
     if len(a.candidates) > 1:
         out.append(("h2", "Candidates by evidence"))
         lml = lambda i: summary["candidates"][i]["log_marginal_likelihood"]  # noqa: E731
@@ -51,45 +62,63 @@ def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
                       _num(lml(i), 6), _num(summary["candidates"][i]["converged"])] for i in order]))
         out += fig("evidence.png")
     out.append(("p", f"Analysed in full: {a.chosen.expression}."))
+    return out
 
+
+def _empirical_bayes(summary: dict) -> list[tuple]:
+    """θ̂, its evidence, convergence and Laplace sd (nothing without an empirical-Bayes fit)."""
     eb = summary["empirical_bayes"]
-    if eb is not None:
-        out.append(("h2", "Empirical Bayes (type-II maximum likelihood)"))
-        out.append(("p", f"log p(t | θ̂) = {_num(eb['log_marginal_likelihood'], 6)}; converged: {_num(eb['converged'])} "
-                         f"(max |gradient| {_num(eb['grad_norm'], 2)}); {len(eb['optima'])} distinct optimum/optima from "
-                         f"{eb['restarts']} starts; jitter {_num(eb['jitter'])}; {_num(eb['seconds'], 3)} s."))
-        out.append(("table", ["hyperparameter", "θ̂", "Laplace sd", "at the edge of its support"],
-                    [[n, _edge(eb["bound"][n]) if np.ndim(v) == 0 and n in eb["bound"] else _num(v), _num(eb["laplace_sd"][n]),
-                      _num(eb["at_bound"][n])] for n, v in eb["params"].items()]))
+    if eb is None:
+        return []
+    return [("h2", "Empirical Bayes (type-II maximum likelihood)"),
+            ("p", f"log p(t | θ̂) = {_num(eb['log_marginal_likelihood'], 6)}; converged: {_num(eb['converged'])} "
+                  f"(max |gradient| {_num(eb['grad_norm'], 2)}); {len(eb['optima'])} distinct optimum/optima from "
+                  f"{eb['restarts']} starts; jitter {_num(eb['jitter'])}; {_num(eb['seconds'], 3)} s."),
+            ("table", ["hyperparameter", "θ̂", "Laplace sd", "at the edge of its support"],
+             [[n, _edge(eb["bound"][n]) if np.ndim(v) == 0 and n in eb["bound"] else _num(v), _num(eb["laplace_sd"][n]),
+               _num(eb["at_bound"][n])] for n, v in eb["params"].items()])]
 
+
+def _mcmc(summary: dict, fig) -> list[tuple]:
+    """The MCMC run, its diagnostics and their verdict, PSIS-LOO, and the trace, rank and pair figures (nothing without MCMC)."""
     mc = summary["mcmc"]
-    if mc is not None:
-        d = mc["diagnostics"]
-        out.append(("h2", "MCMC (NUTS)"))
-        out.append(("p", f"{mc['chains']} chains × {mc['draws']} draws after {mc['tune']} tuning steps ({mc['sampler']}). "
-                         f"Verdict: {mc['verdict']}. Divergences: {d['divergences']}; E-BFMI per chain: {_num(d['ebfmi'], 3)}. "
-                         f"PSIS-LOO elpd = {_num(mc['loo']['elpd'])} ± {_num(mc['loo']['se'], 2)}."))
-        out.append(("table", ["hyperparameter", "posterior mean", "R-hat", "bulk ESS", "tail ESS"],
-                    [[n, _num(mc["posterior_mean"][n]), _num(t["rhat"]), _num(t["ess_bulk"], 3), _num(t["ess_tail"], 3)]
-                     for n, t in d["table"].items()]))
-        out += fig("trace.png") + fig("rank.png") + fig("pair.png")
+    if mc is None:
+        return []
+    d = mc["diagnostics"]
+    return [("h2", "MCMC (NUTS)"),
+            ("p", f"{mc['chains']} chains × {mc['draws']} draws after {mc['tune']} tuning steps ({mc['sampler']}). "
+                  f"Verdict: {mc['verdict']}. Divergences: {d['divergences']}; E-BFMI per chain: {_num(d['ebfmi'], 3)}. "
+                  f"PSIS-LOO elpd = {_num(mc['loo']['elpd'])} ± {_num(mc['loo']['se'], 2)}."),
+            ("table", ["hyperparameter", "posterior mean", "R-hat", "bulk ESS", "tail ESS"],
+             [[n, _num(mc["posterior_mean"][n]), _num(t["rhat"]), _num(t["ess_bulk"], 3), _num(t["ess_tail"], 3)]
+              for n, t in d["table"].items()]),
+            *fig("trace.png"), *fig("rank.png"), *fig("pair.png")]
 
+
+def _eb_vs_mcmc(summary: dict) -> list[tuple]:
+    """θ̂ against the posterior, and the two leave-one-out elpds (nothing unless both fits ran)."""
     cmp = summary["eb_vs_mcmc"]
-    if cmp is not None:
-        out.append(("h2", "Empirical Bayes against MCMC"))
-        out.append(("table", ["hyperparameter", "EB θ̂", "posterior mean", "posterior sd", "95% interval", "z = (θ̂ − mean)/sd", "θ̂ inside"],
-                    [[n, _num(r["eb"]), _num(r["mean"]), _num(r["sd"]), f"{_num(r['lower'])} … {_num(r['upper'])}",
-                      _num(r["z"], 3), _num(r["eb_in_interval"])] for n, r in cmp["params"].items()]))
-        gap = "" if cmp["max_mean_gap_sd"] is None else (
-            f" On the grid the two predictive means differ by at most {_num(cmp['max_mean_gap_sd'], 3)} MCMC sd; "
-            f"sd_EB / sd_MCMC ranges {_num(cmp['sd_ratio'][0], 3)} … {_num(cmp['sd_ratio'][2], 3)} (median {_num(cmp['sd_ratio'][1], 3)}).")
-        out.append(("p", f"Leave-one-out elpd: EB plug-in {_num(cmp['elpd_loo_eb'])} (optimistic: θ̂ saw every point), "
-                         f"MCMC (PSIS-LOO) {_num(cmp['elpd_loo_mcmc'])} ± {_num(cmp['elpd_loo_mcmc_se'], 2)}." + gap))
+    if cmp is None:
+        return []
+    gap = "" if cmp["max_mean_gap_sd"] is None else (
+        f" On the grid the two predictive means differ by at most {_num(cmp['max_mean_gap_sd'], 3)} MCMC sd; "
+        f"sd_EB / sd_MCMC ranges {_num(cmp['sd_ratio'][0], 3)} … {_num(cmp['sd_ratio'][2], 3)} (median {_num(cmp['sd_ratio'][1], 3)}).")
+    return [("h2", "Empirical Bayes against MCMC"),
+            ("table", ["hyperparameter", "EB θ̂", "posterior mean", "posterior sd", "95% interval", "z = (θ̂ − mean)/sd", "θ̂ inside"],
+             [[n, _num(r["eb"]), _num(r["mean"]), _num(r["sd"]), f"{_num(r['lower'])} … {_num(r['upper'])}",
+               _num(r["z"], 3), _num(r["eb_in_interval"])] for n, r in cmp["params"].items()]),
+            ("p", f"Leave-one-out elpd: EB plug-in {_num(cmp['elpd_loo_eb'])} (optimistic: θ̂ saw every point), "
+                  f"MCMC (PSIS-LOO) {_num(cmp['elpd_loo_mcmc'])} ± {_num(cmp['elpd_loo_mcmc_se'], 2)}." + gap)]
 
-    out.append(("h2", "Predictions"))
-    out += fig("fit.png") + fig("loo_predictions.png") + fig("loo_pit.png") + fig("prior_samples.png")
 
-    out.append(("h2", "Checks"))
+def _predictions(fig) -> list[tuple]:
+    """The prediction figures: the fit on the grid, leave-one-out predictions and PIT, prior sample functions."""
+    return [("h2", "Predictions"), *fig("fit.png"), *fig("loo_predictions.png"), *fig("loo_pit.png"), *fig("prior_samples.png")]
+
+
+def _checks(summary: dict, fig) -> list[tuple]:
+    """The Gram spectrum at the fitted point, then each check's verdict and its numbers."""
+    out = [("h2", "Checks")]
     spectrum = summary["gram_spectrum"]
     if spectrum is not None:
         verdict = ("no eigenvalue below the round-off level" if spectrum["min"] >= -spectrum["roundoff"]
@@ -105,10 +134,12 @@ def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
         flat = {f"{k}.{j}" if isinstance(v, dict) else k: w for k, v in result.items() for j, w in (v.items() if isinstance(v, dict) else [(None, v)])}
         out.append(("table", ["quantity", "value"], [[k, v if isinstance(v, str) else _num(v, 3)] for k, v in flat.items()]))
     out += fig("kernel_trick.png")
-
-    out.append(("h2", "Reproduce"))
-    out.append(("p", f"bayeskern run {spec.path} --seed {a.seed}   (files: {', '.join(summary['files'])})"))
     return out
+
+
+def _reproduce(a, summary: dict) -> list[tuple]:
+    """The command that reproduces the report, and the files it wrote."""
+    return [("h2", "Reproduce"), ("p", f"bayeskern run {a.spec.path} --seed {a.seed}   (files: {', '.join(summary['files'])})")]
 
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}

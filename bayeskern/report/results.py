@@ -20,7 +20,7 @@ def summary(a, files: list[str]) -> dict:
         "description": spec.description,
         "spec": str(spec.path),
         "seed": a.seed,
-        "data": {**spec.data, "n": int(len(a.data.y)), "inputs": list(a.data.x_names), "target": a.data.y_name,
+        "data": {**spec.data.as_kwargs(), "n": int(len(a.data.y)), "inputs": list(a.data.x_names), "target": a.data.y_name,
                  "description": a.data.description},
         "model": {"kind": spec.kind, "candidates": list(spec.candidates), "priors": spec.priors, "sigma": spec.sigma,
                   "prior_cov": spec.prior_cov},
@@ -29,7 +29,7 @@ def summary(a, files: list[str]) -> dict:
         "selected": {"index": a.selected, "expression": a.chosen.expression,
                      "point": {n: np.asarray(v).tolist() for n, v in a.point.items()},
                      "point_is": "empirical Bayes optimum" if a.chosen.eb is not None else "posterior mean"},
-        "empirical_bayes": None if a.chosen.eb is None else {**spec.empirical_bayes, **a.chosen.eb.to_dict()},
+        "empirical_bayes": None if a.chosen.eb is None else {**spec.empirical_bayes.as_kwargs(), **a.chosen.eb.to_dict()},
         "mcmc": None,
         "eb_vs_mcmc": None if a.comparison is None else a.comparison.to_dict(),
         "checks": {name: result.to_dict() for name, result in a.checks.items()},
@@ -43,7 +43,7 @@ def summary(a, files: list[str]) -> dict:
                      **{p: version(p) for p in ("bayeskern", "pymc", "pytensor", "arviz", "numpy", "scipy", "xarray")}},
     }
     if a.idata is not None:
-        out["mcmc"] = {**spec.mcmc, "diagnostics": a.diagnostics.to_dict(), "verdict": str(a.diagnostics),
+        out["mcmc"] = {**spec.mcmc.as_kwargs(), "diagnostics": a.diagnostics.to_dict(), "verdict": str(a.diagnostics),
                        "loo": {"elpd": float(a.loo.elpd), "se": float(a.loo.se), "p": float(a.loo.p)},
                        "posterior_mean": {n: v.mean(("chain", "draw")).values.tolist()
                                           for n, v in a.idata["posterior"].to_dataset().data_vars.items()}}
