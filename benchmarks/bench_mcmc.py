@@ -21,7 +21,7 @@ import pymc as pm
 from threadpoolctl import threadpool_limits
 
 import bayeskern as bk
-from bayeskern.fit.plug_in import PlugIn
+from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit.predictive import draw_quantities
 
 NAMES = ("theta0", "theta1", "theta2", "theta3", "sigma")

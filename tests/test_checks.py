@@ -109,13 +109,15 @@ def test_mercer_eigen_features_reproduce_the_gram_matrix():
     kernel = K.PRML(1.0, 16.0, 0.5, 0.3)
     phi = F.MercerFeatures(kernel, X)
     err = bk.checks.feature_error(phi, kernel, X)
-    assert err.rel_frobenius_error < 1e-10
+    assert err.rel_frobenius_error < 1e-10 and err.passed
     lam, U = np.linalg.eigh(ref.prml(X, X, 1.0, 16.0, 0.5, 0.3))
     # eigenvalues are accurate to about n·ε·λmax in absolute terms (Weyl), ≈ 5e-14 here
     kept = np.sort(lam[lam > 15 * np.finfo(float).eps * lam[-1]])
     np.testing.assert_allclose(np.sort(phi.eigenvalues), kept, rtol=1e-9, atol=15 * np.finfo(float).eps * lam[-1])
     top = F.MercerFeatures(kernel, X, n_components=3)  # a rank-3 truncation: the error is the 4th eigenvalue on
-    assert bk.checks.feature_error(top, kernel, X).max_abs_error < 2 * np.sort(lam)[::-1][3] + 1e-12
+    truncated = bk.checks.feature_error(top, kernel, X)
+    assert truncated.max_abs_error < 2 * np.sort(lam)[::-1][3] + 1e-12
+    assert not truncated.passed and truncated.rel_frobenius_error > truncated.rtol  # a rank-3 map is not a feature map of k
 
 
 def test_random_fourier_features_converge_at_about_one_over_root_d():
@@ -126,6 +128,7 @@ def test_random_fourier_features_converge_at_about_one_over_root_d():
     assert abs(result.kernel_slope + 0.5) < 0.15, result.to_dict()
     assert abs(result.mean_slope + 0.5) < 0.2, result.to_dict()
     assert result.kernel_error[-1] < result.kernel_error[0] / 4
+    assert result.passed  # both slopes within the default ±0.25 of −½
 
 
 def test_set_kernel_equals_power_set_features():

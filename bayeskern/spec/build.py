@@ -10,7 +10,6 @@ import pytensor
 import pytensor.tensor as pt
 
 from bayeskern import blr, datasets, features, gp
-from bayeskern._validation import check_prior_cov
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.likelihood import find_likelihood
 from bayeskern.spec.expressions import FEATURES, PRIORS, _names_in, _short, parse_expression, parse_kernel

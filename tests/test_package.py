@@ -1,0 +1,51 @@
+"""The package's house rules, checked on its source: short functions, one machine epsilon, one result vocabulary."""
+
+import ast
+import dataclasses
+import inspect
+from pathlib import Path
+
+import bayeskern as bk
+
+PACKAGE = Path(bk.__file__).parent
+#: the Numba kernel of the marginal likelihood's Op is one loop nest over LAPACK calls: the one exception
+LONG_ALLOWED = {("_gaussian_logp.py", "_logp_and_gradients")}
+
+
+def _functions():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield path, node
+
+
+def _body_lines(node) -> int:
+    """Lines from the first statement after the docstring to the end of the function."""
+    body = node.body
+    first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
+    return node.end_lineno - first.lineno + 1
+
+
+def test_no_function_body_is_over_60_lines():
+    long = [f"{p.relative_to(PACKAGE)}:{n.lineno} {n.name} ({_body_lines(n)} lines)" for p, n in _functions()
+            if _body_lines(n) > 60 and (p.name, n.name) not in LONG_ALLOWED]
+    assert long == []
+
+
+def test_machine_epsilon_is_read_in_one_module():
+    readers = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if ".eps" in p.read_text() and "finfo" in p.read_text())
+    assert readers == ["_linalg.py"]
+
+
+def test_every_check_result_has_passed():
+    results = [obj for name in bk.checks.__all__ if dataclasses.is_dataclass(obj := getattr(bk.checks, name)) and inspect.isclass(obj)]
+    assert len(results) >= 6  # FeatureError, KernelTrickResult, PSDCheck, RFFConvergence, RidgeDualityResult, SamplingCheckResult
+    assert [r.__name__ for r in results if "passed" not in {f.name for f in dataclasses.fields(r)}] == []
+
+
+def test_fitters_and_the_analysis_do_not_branch_on_a_kind_string():
+    # records and solvers answer for themselves (bayeskern.likelihood, bayeskern.conditioned); the spec's
+    # model.kind is only read where the spec is read or described (spec/, report/)
+    fitters = [*PACKAGE.glob("fit/*.py"), PACKAGE / "analysis.py", PACKAGE / "gp.py", PACKAGE / "blr.py", PACKAGE / "conditioned.py"]
+    offenders = [str(p.relative_to(PACKAGE)) for p in fitters if ".kind" in p.read_text() or '"gp"' in p.read_text()]
+    assert offenders == []
