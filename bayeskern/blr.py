@@ -19,7 +19,7 @@ from bayeskern._validation import (
     as_inputs, as_targets, check_flag, check_integer, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure,
     offset_ratio, rng_from,
 )
-from bayeskern.conditioned import Conditioned
+from bayeskern.conditioned import PREDICTION_OVERFLOW, Conditioned
 from bayeskern.features import design_matrix, n_features
 from bayeskern.likelihood import Likelihood, attach
 
@@ -234,6 +234,7 @@ class WeightSpaceBLR(Conditioned):
     def prior_variance(self, Xnew) -> float:
         return float(np.max(np.sum((design_matrix(self.features, Xnew) @ self._prior_chol) ** 2, axis=1), initial=0.0))
 
+    @numerical_failure(PREDICTION_OVERFLOW)
     def sample(self, Xnew=None, n: int = 1, seed=None, include_noise: bool = False) -> np.ndarray:
         """n draws (n, m) of f(Xnew) = Φ*w, w ~ N(m_N, S_N) (plus ε with `include_noise`), in weight space."""
         n, rng = check_integer(n, "n", 1), rng_from(seed)

@@ -12,13 +12,16 @@ from functools import cached_property
 import numpy as np
 
 from bayeskern._linalg import psd_eigh
-from bayeskern._validation import as_inputs, check_flag, check_integer, rng_from, same_columns
+from bayeskern._validation import as_inputs, check_finite_result, check_flag, check_integer, numerical_failure, rng_from, same_columns
 
 __all__ = ["Conditioned", "Prediction"]
 
 #: predictions without the full covariance are computed this many points at a time, so memory stays
 #: O(n · PREDICT_BLOCK) whatever the number of points asked for
 PREDICT_BLOCK = 2048
+
+#: what can push a prediction over float64's edge, for a ValueError that says so (`numerical_failure`)
+PREDICTION_OVERFLOW = "Xnew is too large for float64 at these hyperparameters (k(X, Xnew) or φ(Xnew) overflows): scale or center X and Xnew"
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ class Conditioned(ABC):
         same_columns(self.X, Xnew, "X", "Xnew")
         return Xnew
 
+    @numerical_failure(PREDICTION_OVERFLOW)
     def predict(self, Xnew=None, include_noise: bool = False, full_cov: bool = False) -> Prediction:
         """The posterior predictive at `Xnew` (X if not given) from the held factorisation.
 
@@ -102,6 +106,7 @@ class Conditioned(ABC):
             cov[np.diag_indices_from(cov)] = var
         return Prediction(mean, var, cov, include_noise, Xnew)
 
+    @numerical_failure(PREDICTION_OVERFLOW)
     def sample(self, Xnew=None, n: int = 1, seed=None, include_noise: bool = False) -> np.ndarray:
         """n draws (n, m) from the posterior predictive at `Xnew` (of f, or of t with `include_noise`).
 
@@ -117,8 +122,13 @@ class Conditioned(ABC):
 
     @cached_property
     def loo(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(means, variances, log densities) of p(tᵢ | t₋ᵢ) at these hyperparameters, computed once on first use."""
-        return self._loo()
+        """(means, variances, log densities) of p(tᵢ | t₋ᵢ) at these hyperparameters, computed once on first use.
+
+        A ValueError (not −inf) when a density overflows float64: targets t far out for their predictive sd.
+        """
+        mean, var, log_density = self._loo()
+        check_finite_result(log_density, "the leave-one-out log density log p(tᵢ | t₋ᵢ) of the targets y")
+        return mean, var, log_density
 
     @property
     def loo_log_predictive(self) -> np.ndarray:
