@@ -205,7 +205,7 @@ class ExactGP(Conditioned):
 
     def __init__(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma: float):
         self.kernel, self.X, self.targets, self.sigma = kernel, X, t, sigma
-        K = kernel.evaluate(X)
+        K = kernel.evaluate(X)  # X is checked here once; predictions below reuse it unchecked
         C = K + sigma**2 * np.eye(len(X))  # C_N = K + β⁻¹I   (PRML 6.62)
         _refuse_duplicates_without_noise(X, C, sigma)
         self.chol, self.jitter = cholesky(C, "K + sigma^2 I", before_jitter=lambda: _refuse_non_psd(kernel, X, K))
@@ -220,12 +220,12 @@ class ExactGP(Conditioned):
         return self.kernel
 
     def _latent(self, Xnew, full_cov):
-        Ks = self.kernel.evaluate(self.X, Xnew)  # k(xᵢ, x*) for every training xᵢ, (n, m)
+        Ks = self.kernel._values(self.X, Xnew)  # k(xᵢ, x*) for every training xᵢ, (n, m)
         mean = Ks.T @ self.alpha  # m(x*) = kᵀ C⁻¹ t   (PRML 6.66)
         V = solve_lower(self.chol, Ks)  # V = L⁻¹k, so kᵀC⁻¹k = VᵀV
         if not full_cov:  # k(x*, x*) − kᵀ C⁻¹ k, the diagonal only
-            return mean, np.clip(self.kernel.evaluate(Xnew, diag=True) - np.sum(V**2, axis=0), 0.0, None), None
-        cov = self.kernel.evaluate(Xnew) - V.T @ V  # K** − kᵀ C⁻¹ k   (PRML 6.67, c without β⁻¹)
+            return mean, np.clip(self.kernel._values(Xnew, diag=True) - np.sum(V**2, axis=0), 0.0, None), None
+        cov = self.kernel._values(Xnew) - V.T @ V  # K** − kᵀ C⁻¹ k   (PRML 6.67, c without β⁻¹)
         var = np.clip(np.diag(cov), 0.0, None)  # round-off can make a tiny variance negative
         cov[np.diag_indices_from(cov)] = var
         return mean, var, cov
@@ -234,7 +234,7 @@ class ExactGP(Conditioned):
         return loo_gaussian(self.chol, self.targets)
 
     def prior_variance(self, Xnew) -> float:
-        return float(np.max(np.abs(self.kernel.evaluate(Xnew, diag=True)), initial=0.0))
+        return float(np.max(np.abs(self.kernel._values(self._points(Xnew), diag=True)), initial=0.0))
 
     def posterior(self, Xnew=None, include_noise: bool = False) -> "GPPosterior":
         """The full posterior at `Xnew` as `GPPosterior` (what `bayeskern.gp.posterior` returns)."""

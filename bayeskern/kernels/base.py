@@ -98,7 +98,12 @@ class Kernel(Parameterised):
             same_columns(X, Xs, "X", "Xs")
         diag = check_flag(diag, "diag")
         self._check_dims(X.shape[1], None)
-        K = self._run_graph("kernel", X, Xs, lambda Xt, Xst, bind: self._build(Xt, Xst, bool(diag), bind), bool(diag))
+        return self._values(X, Xs, diag)
+
+    def _values(self, X: np.ndarray, Xs: np.ndarray | None = None, diag: bool = False) -> np.ndarray:
+        """`evaluate` for inputs already checked (float64 (n, d), same d, dimensions accepted): the solvers' path,
+        so one input is validated once, where it enters, not at every prediction."""
+        K = self._run_graph("kernel", X, Xs, lambda Xt, Xst, bind: self._build(Xt, Xst, diag, bind), diag)
         # finite inputs and hyperparameters, yet inf/NaN out: an overflow, reported rather than returned
         return check_finite_result(K, f"{self!r} evaluated on X{'' if Xs is None else ' and Xs'}")
 
