@@ -13,7 +13,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.linalg
 
-from bayeskern._linalg import EPS, LOG_2PI, cho_solve, exact_cholesky, solve_lower
+from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI, cho_solve, exact_cholesky, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
     as_inputs, as_targets, check_flag, check_integer, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure,
@@ -158,16 +158,30 @@ def _warn_if_far_from_zero(features, X: np.ndarray, Phi: np.ndarray) -> None:
         )
 
 
-def _factor_precision(B: np.ndarray, features, X: np.ndarray) -> np.ndarray:
-    """L_B with B = I + ΨᵀΨ/σ² = L_B L_Bᵀ, or a ValueError naming `features` and X.
+def _factor_precision(Psi: np.ndarray, sigma: float, features, X: np.ndarray) -> tuple[np.ndarray, float]:
+    """L_B with B = I + ΨᵀΨ/(σ² + δ) = L_B L_Bᵀ, and the jitter δ added to C = ΨΨᵀ + σ²I's diagonal (0.0 if none).
 
-    B's eigenvalues are ≥ 1 in exact arithmetic, so a factorisation that fails or is singular to
-    round-off (the package's rule, `_linalg`) means that rounding ΨᵀΨ lost it: φ(X) spans too many
-    orders of magnitude, typically because X sits far from 0 and the features are powers of x.
+    The package's rule (`_linalg`): B's eigenvalues are ≥ 1 in exact arithmetic, so a factorisation
+    that fails or is singular to round-off means that rounding lost it. Far from zero (X's offset), that
+    is the features spanning too many orders of magnitude: a ValueError naming `features` and X. Else it
+    is σ so small that C is singular to round-off (an interpolating fit, an EB noise run to its edge):
+    jitter δ on C's diagonal, in the steps of `JITTER_STEPS` relative to mean diag C, as for a kernel.
     """
-    LB = exact_cholesky(B)
+    B = lambda noise_var: np.eye(Psi.shape[1]) + Psi.T @ Psi / noise_var  # noqa: E731
+    LB = exact_cholesky(B(sigma**2))
     if LB is not None:
-        return LB
+        return LB, 0.0
+    if offset_ratio(X) <= _FAR_FROM_ZERO:
+        scale = float(np.mean(np.sum(Psi**2, axis=1))) + sigma**2  # mean diag C = mean φᵀΣφ + σ²
+        for step in JITTER_STEPS:
+            LB = exact_cholesky(B(sigma**2 + step * scale))
+            if LB is not None:
+                warnings.warn(
+                    f"Phi Sigma Phi^T + sigma^2 I is not numerically positive definite; added jitter {step * scale:.3g} to its diagonal",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+                return LB, step * scale
     raise ValueError(
         f"the features {features!r} of X are too ill-conditioned for float64: B = I + ΨᵀΨ/σ² (Ψ = φ(X)L, "
         f"eigenvalues ≥ 1 in exact arithmetic) is not numerically positive definite; {_offset_advice(X)}"
@@ -191,23 +205,25 @@ class WeightSpaceBLR(Conditioned):
     """The weight-space solver: B = I + ΨᵀΨ/σ² (M × M, Ψ = ΦL, Σ = LLᵀ) factorised once; no n × n matrix anywhere.
 
     `weights_mean`: m_N = σ⁻² S_N Φᵀt. `weights_cov`: S_N = (Σ⁻¹ + σ⁻²ΦᵀΦ)⁻¹ (PRML 3.53–3.54). B's
-    eigenvalues are ≥ 1, so `jitter` is always 0.0. Costs O(nM²) once, O(mM²) per prediction.
+    eigenvalues are ≥ 1, so `jitter` is 0.0 unless σ is so small that C = ΦΣΦᵀ + σ²I is singular to round-off
+    (then it was added to C's diagonal, as for a kernel). Costs O(nM²) once, O(mM²) per prediction.
     """
 
     def __init__(self, features, X: np.ndarray, t: np.ndarray, sigma: float, S: np.ndarray, Phi: np.ndarray):
-        self.features, self.X, self.targets, self.sigma, self.prior_cov, self.jitter = features, X, t, sigma, S, 0.0
+        self.features, self.X, self.targets, self.sigma, self.prior_cov = features, X, t, sigma, S
         check_weight_precision(Phi, S, sigma)
         n, M = Phi.shape
         self._prior_chol = L = _prior_factor(S, M, np)  # Σ = L Lᵀ
         self._Psi = Psi = Phi @ L  # Ψ = Φ L
-        self._LB = LB = _factor_precision(np.eye(M) + Psi.T @ Psi / sigma**2, features, X)  # B = I + ΨᵀΨ/σ² = L_B L_Bᵀ
+        self._LB, self.jitter = LB, jitter = _factor_precision(Psi, sigma, features, X)  # B = I + ΨᵀΨ/s² = L_B L_Bᵀ
+        self._noise_var = s2 = sigma**2 + jitter  # s² = σ² (+ jitter, C's diagonal as factorised)
         self._G = G = solve_lower(LB, L.T)  # S_N = L B⁻¹ Lᵀ = GᵀG
         self.weights_cov = G.T @ G
-        self._v = v = cho_solve(LB, Psi.T @ t) / sigma**2  # v = B⁻¹Ψᵀt/σ² = L⁻¹m_N
-        self.weights_mean = L @ v  # m_N = σ⁻² S_N Φᵀ t   (PRML 3.53)
-        # log p(t) = −½[‖t − Φm_N‖²/σ² + m_NᵀΣ⁻¹m_N] − n log σ − ½ log|B| − n/2 log 2π
-        quad = np.sum((t - Psi @ v) ** 2) / sigma**2 + v @ v
-        self.log_marginal_likelihood = float(-0.5 * quad - n * np.log(sigma) - np.sum(np.log(np.diag(LB))) - 0.5 * n * LOG_2PI)
+        self._v = v = cho_solve(LB, Psi.T @ t) / s2  # v = B⁻¹Ψᵀt/s² = L⁻¹m_N
+        self.weights_mean = L @ v  # m_N = s⁻² S_N Φᵀ t   (PRML 3.53)
+        # log p(t) = −½[‖t − Φm_N‖²/s² + m_NᵀΣ⁻¹m_N] − n log s − ½ log|B| − n/2 log 2π
+        quad = np.sum((t - Psi @ v) ** 2) / s2 + v @ v
+        self.log_marginal_likelihood = float(-0.5 * quad - 0.5 * n * np.log(s2) - np.sum(np.log(np.diag(LB))) - 0.5 * n * LOG_2PI)
 
     @property
     def gram_kernel(self):
@@ -224,7 +240,7 @@ class WeightSpaceBLR(Conditioned):
 
     def _loo(self):
         """Leave-one-out through Woodbury, O(nM²): C⁻¹ = σ⁻²(I − ΨB⁻¹Ψᵀ/σ²), only its diagonal formed."""
-        s2 = self.sigma**2
+        s2 = self._noise_var
         W = solve_lower(self._LB, self._Psi.T)  # ψᵢᵀB⁻¹ψᵢ = ‖L_B⁻¹ψᵢ‖²
         d = (1.0 - np.sum(W**2, axis=0) / s2) / s2  # [C⁻¹]ᵢᵢ
         r = (self.targets - self._Psi @ self._v) / s2  # C⁻¹t = σ⁻²(t − Ψv)

@@ -189,3 +189,26 @@ def test_the_likelihood_record_survives_model_cloning():
     assert cloned.params == pytest.approx(original.params, rel=1e-12)
     # the clone lists the free variables in another order: the same optimum, reached by another path, to round-off
     assert cloned.log_marginal_likelihood == pytest.approx(original.log_marginal_likelihood, rel=1e-12)
+
+
+def test_weight_space_jitter_is_noise_added_to_c_like_a_kernels():
+    """12 Gaussian bumps through 10 points and σ = 1e-9: C = ΦΣΦᵀ + σ²I is singular to round-off (an EB noise
+    run to its edge ends here). The solver adds jitter δ to C's diagonal, says so, and is then exactly the
+    model with noise variance σ² + δ — as `gp.condition` does for a kernel."""
+    Xi = np.linspace(0, 1, 10)[:, None]
+    ti = np.sin(2 * np.pi * Xi[:, 0])
+    phi = bk.features.GaussianBasis(np.linspace(0, 1, 11), 0.1, bias=True)
+    with pytest.warns(RuntimeWarning, match="added jitter"):
+        jittered = bk.blr.condition(phi, Xi, ti, 1e-9, 1.0)
+    assert jittered.jitter > 0
+    Phi, s2 = phi(Xi), 1e-18 + jittered.jitter  # the noise variance the factor holds
+    C, B = Phi @ Phi.T + s2 * np.eye(10), np.eye(12) + Phi.T @ Phi / s2
+    # numpy, from the formula: log N(t | 0, C + δI) by slogdet and solve (cond C ≈ 2e3: accurate to ~1e-13).
+    # The weight-space route works through B = I + ΦᵀΦ/s², accurate only to about cond(B)·ε (cond B ≈ 6e10
+    # here: the jitter is just enough to make B factorisable by the rcond rule), so 10·cond(B)·ε is the bar
+    bar = 10 * np.linalg.cond(B) * np.finfo(float).eps
+    assert bar < 1e-3  # still a test: the two routes agree to at least three digits
+    sign, logdet = np.linalg.slogdet(C)
+    reference = -0.5 * ti @ np.linalg.solve(C, ti) - 0.5 * logdet - 5 * np.log(2 * np.pi)
+    assert sign > 0 and jittered.log_marginal_likelihood == pytest.approx(reference, rel=bar)
+    assert np.all(np.isfinite(jittered.predict(XNEW / 5 + 0.5).var)) and np.all(np.isfinite(jittered.loo_log_predictive))
