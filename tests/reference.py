@@ -105,6 +105,14 @@ def gp_posterior(K, Ks, Kss, t, sigma):
     return mean, cov, lml
 
 
+def gp_loo(C: np.ndarray, t: np.ndarray):
+    """numpy, from R&W 5.12: μᵢ = tᵢ − [C⁻¹t]ᵢ/[C⁻¹]ᵢᵢ, σᵢ² = 1/[C⁻¹]ᵢᵢ, and log N(tᵢ | μᵢ, σᵢ²)."""
+    Ci = np.linalg.inv(C)
+    d, a = np.diag(Ci), Ci @ t
+    mean, var = t - a / d, 1 / d
+    return mean, var, -0.5 * np.log(2 * np.pi * var) - 0.5 * (t - mean) ** 2 / var
+
+
 def blr_posterior(Phi, t, sigma, S, Phi_new):
     """PRML 3.53–3.54, 3.58–3.59 with explicit inverses, and the evidence log N(t | 0, ΦSΦᵀ + σ²I)."""
     SN = np.linalg.inv(np.linalg.inv(S) + Phi.T @ Phi / sigma**2)

@@ -1,4 +1,4 @@
-"""Checks: the kernel trick (property tests, a mismatched pair), ridge duality, sampling level, features of kernels."""
+"""Checks: the kernel trick (property tests, a mismatched pair), ridge duality, sampling level, random-feature convergence, results as JSON."""
 
 import numpy as np
 import pymc as pm
@@ -91,35 +91,6 @@ def test_sampling_level_agreement_and_a_prior_mismatch_caught():
     assert not differ.passed and differ.z["scale"] > differ.z_max
 
 
-def test_explicit_polynomial_features_reproduce_the_polynomial_kernel():
-    rng = np.random.default_rng(3)
-    X = rng.standard_normal((9, 2))
-    seeds_example = F.PolynomialKernelFeatures(2, c=0.0)
-    Phi = seeds_example(X)
-    expected = np.stack([X[:, 0] ** 2, np.sqrt(2) * X[:, 0] * X[:, 1], X[:, 1] ** 2], axis=1)  # (x₁², √2x₁x₂, x₂²)
-    np.testing.assert_allclose(Phi, expected, rtol=1e-13)
-    for degree, c, d in [(2, 0.0, 2), (3, 1.0, 2), (4, 0.5, 3)]:
-        Xd = rng.standard_normal((8, d))
-        err = bk.checks.feature_error(F.PolynomialKernelFeatures(degree, c), K.Polynomial(degree, c=c), Xd)
-        assert err.max_abs_error < 1e-10 * max(1.0, np.abs(ref.polynomial(Xd, Xd, degree, c)).max()), err
-
-
-def test_mercer_eigen_features_reproduce_the_gram_matrix():
-    X = np.linspace(0, 1, 15)[:, None]
-    kernel = K.PRML(1.0, 16.0, 0.5, 0.3)
-    phi = F.MercerFeatures(kernel, X)
-    err = bk.checks.feature_error(phi, kernel, X)
-    assert err.rel_frobenius_error < 1e-10 and err.passed
-    lam, U = np.linalg.eigh(ref.prml(X, X, 1.0, 16.0, 0.5, 0.3))
-    # eigenvalues are accurate to about n·ε·λmax in absolute terms (Weyl), ≈ 5e-14 here
-    kept = np.sort(lam[lam > 15 * np.finfo(float).eps * lam[-1]])
-    np.testing.assert_allclose(np.sort(phi.eigenvalues), kept, rtol=1e-9, atol=15 * np.finfo(float).eps * lam[-1])
-    top = F.MercerFeatures(kernel, X, n_components=3)  # a rank-3 truncation: the error is the 4th eigenvalue on
-    truncated = bk.checks.feature_error(top, kernel, X)
-    assert truncated.max_abs_error < 2 * np.sort(lam)[::-1][3] + 1e-12
-    assert not truncated.passed and truncated.rel_frobenius_error > truncated.rtol  # a rank-3 map is not a feature map of k
-
-
 def test_random_fourier_features_converge_at_about_one_over_root_d():
     X, y = bk.datasets.sinusoid(30, 0.2, 5)
     result = bk.checks.rff_convergence(X, y, 0.2, np.linspace(0, 1, 11)[:, None], lengthscale=0.3,
@@ -129,18 +100,6 @@ def test_random_fourier_features_converge_at_about_one_over_root_d():
     assert abs(result.mean_slope + 0.5) < 0.2, result.to_dict()
     assert result.kernel_error[-1] < result.kernel_error[0] / 4
     assert result.passed  # both slopes within the default ±0.25 of −½
-
-
-def test_set_kernel_equals_power_set_features():
-    rng = np.random.default_rng(6)
-    X = (rng.uniform(size=(12, 5)) < 0.5).astype(float)
-    Kx = K.SetIntersection().evaluate(X)
-    counts = X @ X.T  # |x ∩ x′|
-    np.testing.assert_array_equal(Kx, 2.0**counts)
-    Phi = F.PowerSet()(X)
-    assert Phi.shape == (12, 32)
-    np.testing.assert_array_equal(Phi @ Phi.T, Kx)  # integers: exact
-    assert bk.checks.feature_error(F.PowerSet(), K.SetIntersection(), X).max_abs_error == 0.0
 
 
 def test_checks_reject_bad_input():

@@ -1,10 +1,12 @@
-"""Feature maps against numpy references written from their formulas, and bad input."""
+"""Feature maps against numpy references written from their formulas, feature maps of kernels (checks.feature_error), and bad input."""
 
 import numpy as np
 import pytest
 
+import bayeskern as bk
 import reference as ref
 from bayeskern import features as F
+from bayeskern import kernels as K
 
 RTOL, ATOL = 1e-12, 1e-14  # elementwise formulas: agreement to a few ulps is expected
 
@@ -109,3 +111,45 @@ def test_map_parameters_copies_the_tree_with_the_map_as_a_child():
     x = np.linspace(-1, 3, 5)
     Phi = ref.gaussian_features(x[:, None], np.array([0.0, 2.0]), 1.0)
     np.testing.assert_allclose(doubled.evaluate(x), 4.0 * Phi @ Phi.T, rtol=1e-12, atol=1e-14)
+
+
+def test_explicit_polynomial_features_reproduce_the_polynomial_kernel():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((9, 2))
+    seeds_example = F.PolynomialKernelFeatures(2, c=0.0)
+    Phi = seeds_example(X)
+    expected = np.stack([X[:, 0] ** 2, np.sqrt(2) * X[:, 0] * X[:, 1], X[:, 1] ** 2], axis=1)  # (x₁², √2x₁x₂, x₂²)
+    np.testing.assert_allclose(Phi, expected, rtol=1e-13)
+    for degree, c, d in [(2, 0.0, 2), (3, 1.0, 2), (4, 0.5, 3)]:
+        Xd = rng.standard_normal((8, d))
+        err = bk.checks.feature_error(F.PolynomialKernelFeatures(degree, c), K.Polynomial(degree, c=c), Xd)
+        assert err.max_abs_error < 1e-10 * max(1.0, np.abs(ref.polynomial(Xd, Xd, degree, c)).max()), err
+
+
+def test_mercer_eigen_features_reproduce_the_gram_matrix():
+    X = np.linspace(0, 1, 15)[:, None]
+    kernel = K.PRML(1.0, 16.0, 0.5, 0.3)
+    phi = F.MercerFeatures(kernel, X)
+    err = bk.checks.feature_error(phi, kernel, X)
+    assert err.rel_frobenius_error < 1e-10 and err.passed
+    lam, U = np.linalg.eigh(ref.prml(X, X, 1.0, 16.0, 0.5, 0.3))
+    # eigenvalues are accurate to about n·ε·λmax in absolute terms (Weyl), ≈ 5e-14 here
+    kept = np.sort(lam[lam > 15 * np.finfo(float).eps * lam[-1]])
+    np.testing.assert_allclose(np.sort(phi.eigenvalues), kept, rtol=1e-9, atol=15 * np.finfo(float).eps * lam[-1])
+    top = F.MercerFeatures(kernel, X, n_components=3)  # a rank-3 truncation: the error is the 4th eigenvalue on
+    truncated = bk.checks.feature_error(top, kernel, X)
+    assert truncated.max_abs_error < 2 * np.sort(lam)[::-1][3] + 1e-12
+    assert not truncated.passed and truncated.rel_frobenius_error > truncated.rtol  # a rank-3 map is not a feature map of k
+
+
+def test_set_kernel_equals_power_set_features():
+    rng = np.random.default_rng(6)
+    X = (rng.uniform(size=(12, 5)) < 0.5).astype(float)
+    Kx = K.SetIntersection().evaluate(X)
+    counts = X @ X.T  # |x ∩ x′|
+    np.testing.assert_array_equal(Kx, 2.0**counts)
+    Phi = F.PowerSet()(X)
+    assert Phi.shape == (12, 32)
+    np.testing.assert_array_equal(Phi @ Phi.T, Kx)  # integers: exact
+    assert bk.checks.feature_error(F.PowerSet(), K.SetIntersection(), X).max_abs_error == 0.0
+

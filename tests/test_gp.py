@@ -1,8 +1,7 @@
-"""GP: the exact posterior against numpy and scikit-learn, the PyMC likelihood, prior samples, bad input."""
+"""GP: the exact posterior against numpy and scikit-learn, the PyMC likelihood, prior samples, refusal of a kernel that is not PSD, bad input."""
 
 import numpy as np
 import pymc as pm
-import pytensor.tensor as pt
 import pytest
 
 import bayeskern as bk
@@ -190,71 +189,18 @@ def test_bad_input_gets_named_errors():
         bk.gp.prior_samples(k, X, n=0)
 
 
-@pytest.mark.parametrize("n", [30, 150])
-def test_gaussian_logp_op_against_scipy_on_both_backends(n):
-    """The Op behind marginal_likelihood: value = scipy's MVN logpdf, −inf if not PD; it reads K's lower
-    triangle only, so its ∂/∂K is 2G below the diagonal, G on it and 0 above, G = ½(ααᵀ − C⁻¹)."""
-    import pytensor
-    import pytensor.tensor as pt
-    import scipy.stats
-
-    from bayeskern._gaussian_logp import GaussianLogp
-
-    rng = np.random.default_rng(0)
-    X = rng.uniform(0, 1, (n, 1))
-    t = rng.standard_normal(n)
-    K = ref.rbf(X, X, 0.3)
-    C = K + 0.1 * np.eye(n)
-    C_inv = np.linalg.inv(C)
-    alpha = C_inv @ t
-    G = 0.5 * (np.outer(alpha, alpha) - C_inv)
-    d_K_expected = np.tril(2 * G, -1) + np.diag(np.diag(G))
-    K_lower = np.tril(K) + np.triu(rng.standard_normal((n, n)), 1)  # garbage above: only the lower triangle is read
-    Ks, ts, s2 = pt.matrix("K"), pt.vector("t"), pt.scalar("noise_var")
-    for jitter in (False, True):
-        outputs = list(GaussianLogp(jitter)(Ks, ts, s2))
-        for mode in ("NUMBA", "FAST_COMPILE"):  # Numba-compiled, and Python's perform
-            f = pytensor.function([Ks, ts, s2], outputs, mode=mode)
-            logp, d_K, d_t, used = f(K_lower, t, 0.1)
-            # cond(C) ≤ ~1e4: agreement to ~1e-12 expected; 1e-10 relative
-            np.testing.assert_allclose(logp, scipy.stats.multivariate_normal(np.zeros(n), C).logpdf(t), rtol=1e-10)
-            np.testing.assert_allclose(d_K, d_K_expected, rtol=1e-8, atol=1e-10)
-            np.testing.assert_allclose(d_t, -alpha, rtol=1e-9)
-            assert used == 0.0
-            singular = ref.rbf(X, X, 0.3)  # rank-deficient in floating point
-            logp_bad, _, _, used_bad = f(singular, t, 0.0)
-            if jitter:
-                assert np.isfinite(logp_bad) and used_bad > 0
-            else:
-                assert logp_bad == -np.inf and used_bad == 0.0
-    # the partial derivatives are exact for the entries read: central differences on K_lower
-    f = pytensor.function([Ks, ts, s2], GaussianLogp(False)(Ks, ts, s2))
-    h = 1e-6
-    for i, j in [(3, 0), (0, 3), (5, 5), (n - 1, 7)]:
-        E = np.zeros((n, n))
-        E[i, j] = h
-        numeric = (f(K_lower + E, t, 0.1)[0] - f(K_lower - E, t, 0.1)[0]) / (2 * h)
-        np.testing.assert_allclose(numeric, d_K_expected[i, j], rtol=1e-5, atol=1e-8)  # O(h²) truncation
+@pytest.mark.parametrize("kernel", [K.Sigmoid(1.0, 0.0), K.Boxcar(0.6)], ids=["sigmoid", "boxcar"])
+def test_gp_posterior_refuses_a_non_psd_kernel_with_a_readable_error(kernel):
+    X = np.linspace(0.0, 2.0, 6)
+    y = np.sin(X)
+    with pytest.raises(ValueError, match=r"is not positive semi-definite on X.*bayeskern\.checks\.psd") as err:
+        bk.gp.posterior(kernel, X, y, sigma=0.01)
+    assert type(kernel).__name__ in str(err.value)
 
 
-def test_a_matrix_singular_to_round_off_is_not_factorised_silently():
-    """LAPACK's potrf accepts this K + σ²I (σ = 2e-8, noise-free RBF Gram) although its smallest eigenvalues
-    are negative: its log-determinant would be noise. Both Cholesky paths must treat it as failed — the
-    numpy one adds jitter (with a warning), the Op without jitter gives −inf."""
-    import scipy.linalg
-
-    from bayeskern._gaussian_logp import GaussianLogp
-    from bayeskern._linalg import JITTER_STEPS, cholesky
-
-    X = np.linspace(0, 1, 40)[:, None]
-    C = 0.39 * ref.rbf(X, X, 0.34) + (2e-8) ** 2 * np.eye(40)
-    scipy.linalg.cholesky(C, lower=True)  # no LinAlgError: the plain factorisation "succeeds"
-    assert np.linalg.eigvalsh(C)[0] < 0  # but C is not positive definite in floating point
+def test_gp_posterior_keeps_jitter_for_a_nearly_singular_psd_kernel():
+    X = np.linspace(0.0, 1.0, 40)
     with pytest.warns(RuntimeWarning, match="jitter"):
-        _, jitter = cholesky(C, "C")
-    assert jitter in [step * np.mean(np.diag(C)) for step in JITTER_STEPS]
-    t = np.sin(2 * np.pi * X[:, 0])
-    plain = GaussianLogp(jitter=False)(pt.as_tensor(C), pt.as_tensor(t), 0.0)
-    assert plain[0].eval() == -np.inf
-    escalating = GaussianLogp(jitter=True)(pt.as_tensor(C), pt.as_tensor(t), 0.0)
-    assert np.isfinite(escalating[0].eval()) and escalating[3].eval() > 0
+        post = bk.gp.posterior(K.RBF(1.0), X, np.sin(X), sigma=0.0)
+    assert post.jitter > 0.0
+

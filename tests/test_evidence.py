@@ -1,0 +1,53 @@
+"""The evidence approximation (fit.evidence): PRML's fixed point against the evidence over polynomial orders, its result's names, bad input."""
+
+import numpy as np
+import pytest
+import scipy.stats
+
+import bayeskern as bk
+import reference as ref
+from bayeskern import features as F
+from bayeskern.fit import FitWarning, evidence_approximation
+
+
+def test_log_evidence_against_polynomial_order():
+    """The seeds' sinusoid with PRML figure 3.14's α = 5·10⁻³, β = 11.1: the evidence peaks at M ≈ 3, then falls."""
+    X, y = bk.datasets.sinusoid(10, 0.3, 0)
+    evidence = {
+        M: bk.blr.posterior(F.Polynomial(M), X, y, sigma=11.1**-0.5, prior_cov=1 / 5e-3, Xnew=X[:1]).log_marginal_likelihood
+        for M in range(10)
+    }
+    best = max(evidence, key=evidence.get)
+    assert best in (3, 4, 5), evidence
+    # a polynomial of degree ≤ 2 cannot follow one period of a sine: far less evidence
+    assert max(evidence[M] for M in range(3)) < evidence[best] - 2.0, evidence
+    # Occam's razor: 10 coefficients from 10 points are penalised
+    assert evidence[9] < evidence[best] - 1.0, evidence
+    # with α and β re-estimated (the fixed point), each order's evidence is at least that at PRML's values
+    for M in range(1, 10):
+        assert evidence_approximation(F.Polynomial(M), X, y).log_evidence >= evidence[M] - 1e-9
+
+
+def test_evidence_approximation_rejects_bad_input():
+    X, y = bk.datasets.sinusoid(10, 0.2, 0)
+    with pytest.raises(ValueError, match="alpha must be positive"):
+        evidence_approximation(F.Polynomial(2), X, y, alpha=0.0)
+    with pytest.raises(ValueError, match="beta -> infinity"):  # a cubic fits a noise-free line to round-off
+        evidence_approximation(F.Polynomial(3), X, 1.0 + 2.0 * X[:, 0])
+    with pytest.warns(FitWarning, match="did not converge in 2 iterations"):
+        short = evidence_approximation(F.Polynomial(3), X, y, maxiter=2)
+    assert not short.converged and short.n_iterations == 2
+    with pytest.raises(ValueError, match="alpha -> infinity"):
+        evidence_approximation(F.Polynomial(0), X, y - y.mean())  # a constant cannot explain centred data
+
+
+def test_evidence_result_names_its_log_marginal_likelihood_as_everywhere():
+    """One name per concept: `log_marginal_likelihood` = ln N(t | 0, α̂⁻¹ΦΦᵀ + β̂⁻¹I) (PRML 3.86), `log_evidence` its alias."""
+    X, y = bk.datasets.sinusoid(25, 0.3, 2)  # the data of test_evidence_fixed_point_equals_the_general_optimum
+    fit = evidence_approximation(F.Polynomial(3), X, y)
+    assert fit.converged
+    Phi = ref.poly_features_1d(X[:, 0], 3)
+    reference = scipy.stats.multivariate_normal(np.zeros(len(y)), Phi @ Phi.T / fit.alpha + np.eye(len(y)) / fit.beta).logpdf(y)
+    np.testing.assert_allclose(fit.log_marginal_likelihood, reference, rtol=1e-10)  # a 25 × 25 Cholesky: round-off ~1e-14
+    assert fit.log_evidence == fit.log_marginal_likelihood
+
