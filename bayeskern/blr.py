@@ -158,14 +158,20 @@ def _warn_if_far_from_zero(features, X: np.ndarray, Phi: np.ndarray) -> None:
         )
 
 
-def _factor_precision(Psi: np.ndarray, sigma: float, features, X: np.ndarray) -> tuple[np.ndarray, float]:
+#: jitter on C's diagonal is extra noise variance; it is accepted only up to this fraction of mean(t²)
+_NEGLIGIBLE_NOISE = 1e-6
+
+
+def _factor_precision(Psi: np.ndarray, sigma: float, features, X: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
     """L_B with B = I + ΨᵀΨ/(σ² + δ) = L_B L_Bᵀ, and the jitter δ added to C = ΨΨᵀ + σ²I's diagonal (0.0 if none).
 
     The package's rule (`_linalg`): B's eigenvalues are ≥ 1 in exact arithmetic, so a factorisation
     that fails or is singular to round-off means that rounding lost it. Far from zero (X's offset), that
     is the features spanning too many orders of magnitude: a ValueError naming `features` and X. Else it
     is σ so small that C is singular to round-off (an interpolating fit, an EB noise run to its edge):
-    jitter δ on C's diagonal, in the steps of `JITTER_STEPS` relative to mean diag C, as for a kernel.
+    jitter δ on C's diagonal, in the steps of `JITTER_STEPS` relative to mean diag C, as for a kernel, but
+    only while δ ≤ _NEGLIGIBLE_NOISE·mean(t²) — beyond that the features themselves are ill-conditioned
+    (e.g. high powers of x ∈ [0, 1000]) and jitter would change the model: the ValueError.
     """
     B = lambda noise_var: np.eye(Psi.shape[1]) + Psi.T @ Psi / noise_var  # noqa: E731
     LB = exact_cholesky(B(sigma**2))
@@ -173,8 +179,9 @@ def _factor_precision(Psi: np.ndarray, sigma: float, features, X: np.ndarray) ->
         return LB, 0.0
     if offset_ratio(X) <= _FAR_FROM_ZERO:
         scale = float(np.mean(np.sum(Psi**2, axis=1))) + sigma**2  # mean diag C = mean φᵀΣφ + σ²
+        negligible = _NEGLIGIBLE_NOISE * float(np.mean(t**2))  # jitter is noise: only while the data cannot tell
         for step in JITTER_STEPS:
-            LB = exact_cholesky(B(sigma**2 + step * scale))
+            LB = exact_cholesky(B(sigma**2 + step * scale)) if step * scale <= negligible else None
             if LB is not None:
                 warnings.warn(
                     f"Phi Sigma Phi^T + sigma^2 I is not numerically positive definite; added jitter {step * scale:.3g} to its diagonal",
@@ -215,7 +222,7 @@ class WeightSpaceBLR(Conditioned):
         n, M = Phi.shape
         self._prior_chol = L = _prior_factor(S, M, np)  # Σ = L Lᵀ
         self._Psi = Psi = Phi @ L  # Ψ = Φ L
-        self._LB, self.jitter = LB, jitter = _factor_precision(Psi, sigma, features, X)  # B = I + ΨᵀΨ/s² = L_B L_Bᵀ
+        self._LB, self.jitter = LB, jitter = _factor_precision(Psi, sigma, features, X, t)  # B = I + ΨᵀΨ/s² = L_B L_Bᵀ
         self._noise_var = s2 = sigma**2 + jitter  # s² = σ² (+ jitter, C's diagonal as factorised)
         self._G = G = solve_lower(LB, L.T)  # S_N = L B⁻¹ Lᵀ = GᵀG
         self.weights_cov = G.T @ G
