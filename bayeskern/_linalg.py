@@ -8,8 +8,8 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 __all__ = [
-    "EPS", "JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "cho_solve", "cholesky", "exact_cholesky", "loo_gaussian", "psd_eigh",
-    "psd_tolerance", "solve_lower",
+    "EPS", "JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "announce_jitter", "cho_solve", "cholesky", "escalate_jitter",
+    "exact_cholesky", "jitter_scale", "loo_gaussian", "psd_eigh", "psd_tolerance", "solve_lower",
 ]
 
 LOG_2PI = float(np.log(2 * np.pi))
@@ -49,23 +49,34 @@ def cholesky(A: np.ndarray, name: str = "matrix", before_jitter: Callable[[], No
         return L, 0.0
     if before_jitter is not None:
         before_jitter()
-    scale = float(np.mean(np.diag(A)))
-    scale = scale if np.isfinite(scale) and scale > 0 else 1.0
-    for step in JITTER_STEPS:
-        jitter = step * scale
-        L = exact_cholesky(A, jitter)
-        if L is None:
-            continue
-        warnings.warn(
-            f"{name} is not numerically positive definite; added jitter {jitter:.3g} to its diagonal",
-            RuntimeWarning,
-            stacklevel=3,
+    L, jitter = escalate_jitter(lambda j: exact_cholesky(A, j), jitter_scale(np.diag(A)))
+    if L is None:
+        raise ValueError(
+            f"{name} is not positive definite, even with jitter up to {jitter:.3g} "
+            "on the diagonal: check that the kernel is positive semi-definite and the noise positive"
         )
-        return L, jitter
-    raise ValueError(
-        f"{name} is not positive definite, even with jitter up to {JITTER_STEPS[-1] * scale:.3g} "
-        "on the diagonal: check that the kernel is positive semi-definite and the noise positive"
-    )
+    announce_jitter(name, jitter)
+    return L, jitter
+
+
+def jitter_scale(diagonal) -> float:
+    """What the jitter steps are relative to: the mean of the diagonal (1.0 if that is not a positive number)."""
+    scale = float(np.mean(diagonal))
+    return scale if np.isfinite(scale) and scale > 0 else 1.0
+
+
+def escalate_jitter(factor_at: Callable[[float], object], scale: float) -> tuple[object, float]:
+    """(factor_at(δ), δ) for the first δ = step·scale of `JITTER_STEPS` whose factor is not None; (None, last δ) if none."""
+    for step in JITTER_STEPS:
+        factor = factor_at(step * scale)
+        if factor is not None:
+            return factor, step * scale
+    return None, JITTER_STEPS[-1] * scale
+
+
+def announce_jitter(name: str, jitter: float) -> None:
+    """The RuntimeWarning every factorisation gives when it needed jitter."""
+    warnings.warn(f"{name} is not numerically positive definite; added jitter {jitter:.3g} to its diagonal", RuntimeWarning, stacklevel=4)
 
 
 def exact_cholesky(A: np.ndarray, jitter: float = 0.0) -> np.ndarray | None:

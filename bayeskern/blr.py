@@ -13,13 +13,13 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.linalg
 
-from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI, cho_solve, exact_cholesky, solve_lower
+from bayeskern._linalg import EPS, LOG_2PI, announce_jitter, cho_solve, escalate_jitter, exact_cholesky, jitter_scale, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
-    as_inputs, as_targets, check_flag, check_integer, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure,
-    offset_ratio, rng_from,
+    as_inputs, as_targets, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure,
+    offset_ratio,
 )
-from bayeskern.conditioned import PREDICTION_OVERFLOW, Conditioned
+from bayeskern.conditioned import Conditioned
 from bayeskern.features import design_matrix, n_features
 from bayeskern.likelihood import Likelihood, attach
 
@@ -89,6 +89,13 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     return attach(obs, BLRLikelihood(X, t, sigma, features, S))
 
 
+def _feature_kernel(features, prior_cov):
+    """k(x, x′) = φ(x)ᵀΣφ(x′), the kernel whose Gram matrix is the prior covariance of f = Φw."""
+    from bayeskern.kernels import FeatureKernel  # kernels import features; blr stays below kernels
+
+    return FeatureKernel(features, prior_cov)
+
+
 @dataclass(frozen=True)
 class BLRLikelihood(Likelihood):
     """The record of t ~ N(0, ΦΣΦᵀ + σ²I) in a PyMC model: data, σ, the feature map and Σ (σ, Σ may be symbolic)."""
@@ -106,9 +113,7 @@ class BLRLikelihood(Likelihood):
         return BLRLikelihood(self.X, self.y, float(value(self.sigma)), self.features, value(self.prior_cov))
 
     def gram_kernel(self):
-        from bayeskern.kernels import FeatureKernel  # kernels import features; blr stays below kernels
-
-        return FeatureKernel(self.features, self.prior_cov)  # k = φᵀΣφ
+        return _feature_kernel(self.features, self.prior_cov)
 
     def weight_space(self) -> tuple:
         return self.features, self.prior_cov
@@ -173,22 +178,17 @@ def _factor_precision(Psi: np.ndarray, sigma: float, features, X: np.ndarray, t:
     only while δ ≤ _NEGLIGIBLE_NOISE·mean(t²) — beyond that the features themselves are ill-conditioned
     (e.g. high powers of x ∈ [0, 1000]) and jitter would change the model: the ValueError.
     """
-    B = lambda noise_var: np.eye(Psi.shape[1]) + Psi.T @ Psi / noise_var  # noqa: E731
-    LB = exact_cholesky(B(sigma**2))
+    gram = Psi.T @ Psi  # ΨᵀΨ, formed once
+    LB = exact_cholesky(np.eye(len(gram)) + gram / sigma**2)
     if LB is not None:
         return LB, 0.0
     if offset_ratio(X) <= _FAR_FROM_ZERO:
-        scale = float(np.mean(np.sum(Psi**2, axis=1))) + sigma**2  # mean diag C = mean φᵀΣφ + σ²
         negligible = _NEGLIGIBLE_NOISE * float(np.mean(t**2))  # jitter is noise: only while the data cannot tell
-        for step in JITTER_STEPS:
-            LB = exact_cholesky(B(sigma**2 + step * scale)) if step * scale <= negligible else None
-            if LB is not None:
-                warnings.warn(
-                    f"Phi Sigma Phi^T + sigma^2 I is not numerically positive definite; added jitter {step * scale:.3g} to its diagonal",
-                    RuntimeWarning,
-                    stacklevel=4,
-                )
-                return LB, step * scale
+        with_noise = lambda j: exact_cholesky(np.eye(len(gram)) + gram / (sigma**2 + j)) if j <= negligible else None  # noqa: E731
+        LB, jitter = escalate_jitter(with_noise, jitter_scale(np.sum(Psi**2, axis=1) + sigma**2))  # diag C = φᵀΣφ + σ²
+        if LB is not None:
+            announce_jitter("Phi Sigma Phi^T + sigma^2 I", jitter)
+            return LB, jitter
     raise ValueError(
         f"the features {features!r} of X are too ill-conditioned for float64: B = I + ΨᵀΨ/σ² (Ψ = φ(X)L, "
         f"eigenvalues ≥ 1 in exact arithmetic) is not numerically positive definite; {_offset_advice(X)}"
@@ -234,9 +234,7 @@ class WeightSpaceBLR(Conditioned):
 
     @property
     def gram_kernel(self):
-        from bayeskern.kernels import FeatureKernel
-
-        return FeatureKernel(self.features, self.prior_cov)  # k = φᵀΣφ
+        return _feature_kernel(self.features, self.prior_cov)
 
     def _latent(self, Xnew, full_cov):
         Phi_new = design_matrix(self.features, Xnew)
@@ -257,15 +255,10 @@ class WeightSpaceBLR(Conditioned):
     def prior_variance(self, Xnew) -> float:
         return float(np.max(np.sum((design_matrix(self.features, Xnew) @ self._prior_chol) ** 2, axis=1), initial=0.0))
 
-    @numerical_failure(PREDICTION_OVERFLOW)
-    def sample(self, Xnew=None, n: int = 1, seed=None, include_noise: bool = False) -> np.ndarray:
-        """n draws (n, m) of f(Xnew) = Φ*w, w ~ N(m_N, S_N) (plus ε with `include_noise`), in weight space."""
-        n, rng = check_integer(n, "n", 1), rng_from(seed)
-        include_noise = check_flag(include_noise, "include_noise")
-        Phi_new = design_matrix(self.features, self._points(Xnew))
+    def draws_from(self, prediction, n: int, rng: np.random.Generator) -> np.ndarray:
+        """n draws (n, m) of f(Xnew) = Φ*w, w ~ N(m_N, S_N), in weight space (M numbers a draw, no m × m eigendecomposition)."""
         w = self.weights_mean + rng.standard_normal((n, len(self.weights_mean))) @ self._G  # w = m_N + Gᵀz, S_N = GᵀG
-        f = w @ Phi_new.T
-        return f + self.sigma * rng.standard_normal(f.shape) if include_noise else f
+        return w @ design_matrix(self.features, prediction.Xnew).T
 
     def posterior(self, Xnew=None, include_noise: bool = False) -> "BLRPosterior":
         """The full posterior at `Xnew` as `BLRPosterior` (what `bayeskern.blr.posterior` returns)."""

@@ -115,10 +115,17 @@ class Conditioned(ABC):
         """
         n, rng = check_integer(n, "n", 1), rng_from(seed)
         include_noise = check_flag(include_noise, "include_noise")
-        prediction = self.predict(Xnew, full_cov=True)
-        lam, U = psd_eigh(prediction.cov, "the predictive covariance", scale=self.prior_variance(prediction.Xnew))
-        f = prediction.mean + (rng.standard_normal((n, len(lam))) * np.sqrt(lam)) @ U.T  # f = m + U √Λ z
+        f = self.draws_from(self.predict(Xnew, full_cov=True), n, rng)
         return f + self.sigma * rng.standard_normal(f.shape) if include_noise else f
+
+    def draws_from(self, prediction: Prediction, n: int, rng: np.random.Generator) -> np.ndarray:
+        """n draws (n, m) of f(Xnew) given this model's full-covariance `prediction` of f at Xnew (no second prediction).
+
+        Through the eigendecomposition of the covariance (no jitter; round-off negatives, relative to the
+        prior variance max k(x, x) the covariance is a difference of, clipped to 0).
+        """
+        lam, U = psd_eigh(prediction.cov, "the predictive covariance", scale=self.prior_variance(prediction.Xnew))
+        return prediction.mean + (rng.standard_normal((n, len(lam))) * np.sqrt(lam)) @ U.T  # f = m + U √Λ z
 
     @cached_property
     def loo(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -226,9 +226,7 @@ class ExactGP(Conditioned):
         if not full_cov:  # k(x*, x*) − kᵀ C⁻¹ k, the diagonal only
             return mean, np.clip(self.kernel._values(Xnew, diag=True) - np.sum(V**2, axis=0), 0.0, None), None
         cov = self.kernel._values(Xnew) - V.T @ V  # K** − kᵀ C⁻¹ k   (PRML 6.67, c without β⁻¹)
-        var = np.clip(np.diag(cov), 0.0, None)  # round-off can make a tiny variance negative
-        cov[np.diag_indices_from(cov)] = var
-        return mean, var, cov
+        return mean, np.clip(np.diag(cov), 0.0, None), cov  # round-off can make a tiny variance negative; predict writes it back
 
     def _loo(self):
         return loo_gaussian(self.chol, self.targets)

@@ -1,6 +1,5 @@
 """Empirical Bayes: optima against scikit-learn, the seeds' gradient formula, restarts, the evidence fixed point, robustness."""
 
-import warnings
 
 import numpy as np
 import pymc as pm

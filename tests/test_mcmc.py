@@ -1,6 +1,5 @@
 """MCMC: exact LOO densities, LOO model comparison, reproducible draws, diagnostics, predictive coverage, EB vs MCMC."""
 
-import warnings
 
 import arviz as az
 import numpy as np

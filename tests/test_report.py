@@ -3,7 +3,6 @@ a real browser, and the previous report kept when a run fails."""
 
 import json
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest

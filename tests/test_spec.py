@@ -4,7 +4,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pymc as pm
 import pytest
 
 import bayeskern as bk

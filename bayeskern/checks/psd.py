@@ -6,7 +6,7 @@ import numpy as np
 import scipy.linalg
 
 from bayeskern._json import record_dict
-from bayeskern._linalg import JITTER_STEPS, PSD_ROUNDOFF, TINY, exact_cholesky, psd_tolerance
+from bayeskern._linalg import PSD_ROUNDOFF, TINY, escalate_jitter, exact_cholesky, jitter_scale, psd_tolerance
 from bayeskern._validation import as_inputs, check_kernel
 from bayeskern.kernels import Kernel
 
@@ -53,12 +53,10 @@ def _smallest_jitter(K: np.ndarray) -> float | None:
     "Factorises" is the package's one rule (`_linalg.exact_cholesky`: Cholesky succeeds and 1/cond₁ > n·ε),
     the rule `gp.condition` and the marginal likelihood apply.
     """
-    scale = float(np.mean(np.diag(K)))
-    scale = scale if np.isfinite(scale) and scale > 0 else 1.0
-    for jitter in (0.0, *(step * scale for step in JITTER_STEPS)):
-        if exact_cholesky(K, jitter) is not None:
-            return jitter
-    return None
+    if exact_cholesky(K) is not None:
+        return 0.0
+    L, jitter = escalate_jitter(lambda j: exact_cholesky(K, j), jitter_scale(np.diag(K)))
+    return None if L is None else jitter
 
 
 def psd(kernel: Kernel, X) -> PSDCheck:

@@ -413,12 +413,14 @@ def _result(objective: _Objective, plug_in: PlugIn, runs: list, include_prior: b
     def converged(res) -> bool:  # not res.success: L-BFGS-B reports a failed line search at the objective's round-off floor
         return bool(np.max(np.abs(res.jac[~edges[id(res)]]), initial=0.0) <= GRAD_TOL)
 
-    def lml(res) -> float:
-        return -res.fun if not include_prior else _conditioned_at(plug_in, objective.params(res.x)).log_marginal_likelihood
-
     best, edge = runs[0], edges[id(runs[0])]
     params = objective.params(best.x)
     conditioned = _conditioned_at(plug_in, params)
+
+    def lml(res) -> float:  # with the prior the objective is not the LML: condition there (the best one is already)
+        if not include_prior:
+            return -res.fun
+        return (conditioned if res is best else _conditioned_at(plug_in, objective.params(res.x))).log_marginal_likelihood
     optima = tuple(Optimum(objective.params(r.x), float(-r.fun), float(lml(r)), converged(r), c) for r, c in _group_optima(runs))
     return EmpiricalBayesResult(
         params=params, log_marginal_likelihood=conditioned.log_marginal_likelihood, objective=float(-best.fun),

@@ -40,9 +40,9 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
                 loo_draws[c, d] = mu + np.sqrt(var) * rng.standard_normal(n)
                 if Xnew is not None and d % thin == 0:
                     k = d // thin
-                    f[c, k] = model.sample(Xnew, 1, rng)[0]  # f(Xnew) ~ N(m, K** − kᵀC⁻¹k)
+                    prediction = model.predict(Xnew, full_cov=True)  # one prediction a draw: mean, var and the draw
+                    f[c, k] = model.draws_from(prediction, 1, rng)[0]  # f(Xnew) ~ N(m, K** − kᵀC⁻¹k)
                     y[c, k] = f[c, k] + model.sigma * rng.standard_normal(m)  # y = f + ε, ε ~ N(0, σ²)
-                    prediction = model.predict(Xnew)
                     f_mean[c, k], f_var[c, k] = prediction.mean, prediction.var
     log_likelihood, predictive = _as_datasets(posterior, obs_name, obs_dim, obs_coords, kept, Xnew, log_lik, loo_draws, (f, y, f_mean, f_var))
     return log_likelihood, predictive, max_jitter
