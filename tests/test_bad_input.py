@@ -160,7 +160,9 @@ def _fake_mcmc_tree():
 def _fake_eb():
     """An EmpiricalBayesResult as a record (compare_eb_mcmc checks its arguments before using it)."""
     laplace = bk.fit.Laplace({"ell": 0.1}, np.eye(1), ("ell",), True)
-    return bk.fit.EmpiricalBayesResult({"ell": 0.5}, -3.0, -3.0, False, True, 0.0, {"ell": False}, 10, 0.0, (), laplace, 0.1, 0.1, None, None)
+    return bk.fit.EmpiricalBayesResult(
+        {"ell": 0.5}, -3.0, -3.0, False, True, 0.0, 0.0, {"ell": False}, 10, 0.0, (), 0.1, 0.1, None, None, laplace_at=lambda: laplace
+    )
 
 
 def _fake_predictive():

@@ -17,6 +17,7 @@ import reference as ref
 from bayeskern import features as F
 from bayeskern import kernels as K
 from bayeskern.fit import FitWarning, empirical_bayes, evidence_approximation
+from bayeskern.fit.empirical_bayes import GAIN_TOL
 
 
 def _rbf_model(X, y, initval=None):
@@ -352,3 +353,44 @@ def test_the_optimiser_stops_at_the_round_off_floor_instead_of_chasing_noise():
     assert ours.calls < alone.calls
 
 
+
+
+def _sigma_only(n=30, seed=4):
+    """One free parameter (σ) and its numpy reference log marginal likelihood over z = log σ."""
+    X, y = bk.datasets.sinusoid(n, 0.2, seed)
+    with pm.Model() as model:
+        s = pm.HalfNormal("s", 1.0)
+        bk.gp.marginal_likelihood("y", X, y, 0.7 * K.RBF(0.3), s)
+    Kx = 0.7 * ref.rbf(X, X, 0.3)
+    return model, lambda z: ref.gp_posterior(Kx, Kx[:, :1], Kx[:1, :1], y, np.exp(z))[2]
+
+
+def _newton_gain(lml, z, h=1e-3):
+    """½ f'(z)² / (−f''(z)) by central differences of the numpy LML: the gain the stopping rule predicts."""
+    g = (lml(z + h) - lml(z - h)) / (2 * h)
+    curvature = -(lml(z + h) - 2 * lml(z) + lml(z - h)) / h**2
+    return 0.5 * g**2 / curvature
+
+
+def test_converged_means_a_newton_step_gains_less_than_the_tolerance():
+    """The verdict agrees with the exact Newton gain of the numpy LML, both at the optimum and after one iteration."""
+    model, lml = _sigma_only()
+    done = empirical_bayes(model, restarts=1)
+    # at the optimum both are at round-off (the reference's differences: ~1e-9); the bar is GAIN_TOL
+    assert done.converged and done.predicted_gain <= GAIN_TOL
+    assert _newton_gain(lml, np.log(done.params["s"])) <= GAIN_TOL
+    with pytest.warns(bk.fit.FitWarning, match="did not converge: a Newton step"):
+        stopped = empirical_bayes(model, restarts=1, maxiter=1)
+    exact = _newton_gain(lml, np.log(stopped.params["s"]))
+    assert not stopped.converged and stopped.predicted_gain > GAIN_TOL and exact > GAIN_TOL
+    # one secant pair in one dimension: the estimate is the curvature between the two iterates, within a factor 3 of f''
+    assert exact / 3 < stopped.predicted_gain < 3 * exact
+
+
+def test_laplace_is_computed_when_first_read_and_counts_its_own_evaluations():
+    model, _ = _sigma_only()
+    result = empirical_bayes(model, restarts=1)
+    assert "laplace" not in vars(result)  # nothing spent on it by the fit
+    n = result.n_evaluations
+    assert result.laplace.n_evaluations == 2  # central differences: 2 per coordinate
+    assert result.n_evaluations == n and result.laplace is result.laplace  # computed once

@@ -1,12 +1,14 @@
 """Fitting hyperparameters: empirical Bayes (type-II maximum likelihood), the evidence approximation, MCMC."""
 
-from bayeskern.fit.compare import EBvsMCMC, compare_eb_mcmc
-from bayeskern.fit.diagnostics import Diagnostics, diagnose
+from bayeskern._lazy import lazy_names
 from bayeskern.fit.empirical_bayes import EmpiricalBayesResult, Laplace, Optimum, empirical_bayes
 from bayeskern.fit.evidence import EvidenceResult, evidence_approximation
 from bayeskern.fit.mcmc import mcmc
 from bayeskern.fit.predictive import predictive_bands
 from bayeskern.fit.warning import FitWarning
+
+# ArviZ-based: imported when first used (ArviZ and its plotting stack cost about 1.5 s to import)
+__getattr__ = lazy_names(__name__, {"EBvsMCMC": "compare", "compare_eb_mcmc": "compare", "Diagnostics": "diagnostics", "diagnose": "diagnostics"})
 
 __all__ = [
     "Diagnostics",

@@ -3,12 +3,14 @@
 import time
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import scipy.optimize
+from scipy.optimize import LbfgsInvHessProduct
 from pymc.initial_point import make_initial_point_fn
 from pymc.pytensorf import join_nonshared_inputs
 from pytensor.graph.replace import graph_replace
@@ -32,8 +34,13 @@ __all__ = ["EmpiricalBayesResult", "Laplace", "Optimum", "empirical_bayes"]
 AT_BOUND_Z, EDGE_STEP, EDGE_FLAT, EDGE_RETRIES = 8.0, 5.0, 1e-3, 3
 #: starts drawn from the priors are clipped to this box in unconstrained space
 Z_LIMIT = 40.0
-#: the largest |gradient| (in unconstrained space, over parameters not at a bound) called converged
+#: converged: a Newton step from where the optimiser stopped, with the optimiser's own curvature,
+#: would gain at most GAIN_TOL in the objective (nats), over the parameters not at a bound
+GAIN_TOL = 1e-4
+#: a coordinate at a bound whose gradient still points outwards by more than this has not reached its edge
 GRAD_TOL = 1e-3
+#: the curvature pairs (step, change of gradient) kept for that estimate: L-BFGS-B's own memory
+CURVATURE_PAIRS = 10
 #: the optimiser stops once max |gradient| ≤ STOP_GRAD and an iteration gains ≤ ROUND_OFF_GAIN · |objective|
 STOP_GRAD, ROUND_OFF_GAIN = 1e-4, 1e-11
 #: two optima are one if their objectives differ by less than this (flat directions, such as an ARD
@@ -67,6 +74,7 @@ class Laplace:
     cov_unconstrained: np.ndarray
     names: tuple
     ok: bool
+    n_evaluations: int = 0
 
 
 @dataclass(frozen=True)
@@ -74,17 +82,21 @@ class EmpiricalBayesResult:
     """The best optimum of the marginal likelihood (plus log prior, with `include_prior`) over the restarts.
 
     `params`: name → value on the natural scale. `log_marginal_likelihood`: log p(t | θ̂).
-    `objective`: what was maximised (the LML, or LML + log prior). `converged`: |∇| ≤ GRAD_TOL at the
-    optimum on every parameter not at a bound. `grad_norm`: max |∇objective| in
-    unconstrained space. `at_bound`: name → whether it ran to the edge of its support; `bound`: name →
+    `objective`: what was maximised (the LML, or LML + log prior). `predicted_gain`: what a Newton
+    step from the optimum would still gain, ½ gᵀH̃g with g the gradient over the parameters not at a
+    bound and H̃ ≈ (−∇²objective)⁻¹ the optimiser's own curvature estimate (half the squared Newton
+    decrement: invariant to how the parameters are scaled); `converged`: predicted_gain ≤ GAIN_TOL
+    (1e-4 nats), i.e. the objective is within that of a stationary point. `grad_norm`: max
+    |∇objective| in unconstrained space. `at_bound`: name → whether it ran to the edge of its support; `bound`: name →
     that edge (its natural value in the limit, e.g. 0.0 for a scale running to 0; elements not at
     the edge keep their value), for the parameters at it. Where on the flat way out the optimiser
     stopped is a matter of round-off, so `params` there is only "somewhere near the edge".
-    `n_evaluations`: value-and-gradient evaluations over all restarts. `conditioned`: the model
+    `n_evaluations`: every value-and-gradient evaluation of the fit (starts, searches, edge tests);
+    the Laplace approximation, computed when `.laplace` is first read, counts its own. `conditioned`: the model
     conditioned at the optimum (`bayeskern.conditioned.Conditioned`), factorised once; `jitter` (added
     to C's diagonal, 0.0 normally) and `log_marginal_likelihood` are both read from that one
     factorisation. `optima`: the distinct optima, best first. `laplace`: the Laplace approximation at
-    the optimum. `seconds`: wall time, `compile_seconds` of it spent compiling.
+    the optimum, computed on first use (2 evaluations per coordinate). `seconds`: wall time, `compile_seconds` of it spent compiling.
     """
 
     params: dict
@@ -92,23 +104,32 @@ class EmpiricalBayesResult:
     objective: float
     include_prior: bool
     converged: bool
+    predicted_gain: float
     grad_norm: float
     at_bound: dict
     n_evaluations: int
     jitter: float
     optima: tuple
-    laplace: Laplace
     seconds: float
     compile_seconds: float
     plug_in: PlugIn = field(repr=False)
     conditioned: object = field(repr=False)
     bound: dict = field(default_factory=dict)
+    laplace_at: object = field(default=None, repr=False, compare=False)  # () -> Laplace
+
+    @cached_property
+    def laplace(self) -> Laplace:
+        """The Laplace approximation at the optimum, computed on first use."""
+        if self.laplace_at is None:
+            raise ValueError("this result holds no objective to compute a Laplace approximation from")
+        return self.laplace_at()
 
     def to_dict(self) -> dict:
         """The numbers as JSON values (`_json.jsonable`: lists for arrays, None for NaN and ±inf)."""
         return jsonable({
             "params": self.params, "log_marginal_likelihood": self.log_marginal_likelihood,
             "objective": self.objective, "include_prior": self.include_prior, "converged": self.converged,
+            "predicted_gain": self.predicted_gain,
             "grad_norm": self.grad_norm, "at_bound": dict(self.at_bound), "bound": self.bound,
             "n_evaluations": self.n_evaluations,
             "jitter": self.jitter, "laplace_sd": self.laplace.sd, "laplace_ok": self.laplace.ok,
@@ -220,11 +241,14 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
     def negative(z):
         f, g = objective(z)
         last["z"], last["g"] = np.array(z), g
+        if not iterates:  # the first evaluation is at the start z0: the first iterate
+            iterates.append((last["z"], -g))
         if not np.isfinite(f):  # C not positive definite here: a wall the line search backs away from
             return 1e300, np.zeros_like(z)
         return -f, -g
 
     previous = [np.inf]
+    iterates = []  # (z, gradient of −objective) at each iterate, for the curvature pairs
 
     def stop_at_round_off(intermediate_result):  # this parameter name makes SciPy pass f as well as x
         # L-BFGS-B's own tests (ftol, gtol) sit at the round-off floor of a sum of n log terms, where
@@ -234,13 +258,45 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
         gain, previous[0] = previous[0] - f, f
         if not np.array_equal(last.get("z"), intermediate_result.x):
             return
+        if not np.array_equal(iterates[-1][0], last["z"]):
+            iterates.append((last["z"], -last["g"]))
         if np.max(np.abs(last["g"]), initial=0.0) <= STOP_GRAD and gain <= ROUND_OFF_GAIN * max(1.0, abs(f)):
             raise StopIteration
 
-    return scipy.optimize.minimize(
+    res = scipy.optimize.minimize(
         negative, z0, jac=True, method="L-BFGS-B", callback=stop_at_round_off,
         options={"maxiter": maxiter, "maxfun": 4 * maxiter, "ftol": 1e-13, "gtol": 1e-7},
     )
+    res.curvature = _curvature_pairs(iterates, res)
+    return res
+
+
+def _curvature_pairs(iterates: list, res) -> tuple[np.ndarray, np.ndarray]:
+    """The last CURVATURE_PAIRS steps s = Δz and gradient changes y = Δ∇(−objective) with sᵀy > 0, oldest first."""
+    points = [(z, g) for z, g in iterates if np.all(np.isfinite(g))]
+    if not points or not np.array_equal(points[-1][0], res.x):
+        points.append((np.asarray(res.x), np.asarray(res.jac)))
+    S = [b[0] - a[0] for a, b in zip(points, points[1:])]
+    Y = [b[1] - a[1] for a, b in zip(points, points[1:])]
+    kept = [(s, y) for s, y in zip(S, Y) if np.all(np.isfinite(y)) and s @ y > 1e-12 * np.linalg.norm(s) * np.linalg.norm(y)]
+    kept = kept[-CURVATURE_PAIRS:]
+    p = len(res.x)
+    return np.array([s for s, _ in kept]).reshape(-1, p), np.array([y for _, y in kept]).reshape(-1, p)
+
+
+def _predicted_gain(res, free: np.ndarray) -> float:
+    """½ gᵀH̃g over the free coordinates: what a Newton step would still gain (half the squared Newton decrement).
+
+    H̃ ≈ (−∇²objective)⁻¹ is the L-BFGS estimate from the run's curvature pairs, H₀ = γI with
+    γ = sᵀy / yᵀy of the latest pair (Nocedal & Wright 7.20). SciPy's LbfgsInvHessProduct starts from
+    H₀ = I; with the pairs (s, γy) it gives H̃/γ.
+    """
+    g = np.where(free, res.jac, 0.0)
+    S, Y = res.curvature
+    if len(S) == 0:
+        return 0.5 * float(g @ g)
+    gamma = float(S[-1] @ Y[-1] / (Y[-1] @ Y[-1]))
+    return 0.5 * gamma * float(g @ LbfgsInvHessProduct(S, gamma * Y).matvec(g))
 
 
 def _at_edge(objective: _Objective, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -304,6 +360,7 @@ def _laplace(objective: _Objective, z: np.ndarray, names: list[str], at_edge: np
     Coordinates at the edge of their support are left out (their sd is NaN): the Hessian is inverted
     on the others.
     """
+    counted = objective.n_evaluations
     p = len(z)
     H = np.empty((p, p))
     for j in range(p):
@@ -328,7 +385,7 @@ def _laplace(objective: _Objective, z: np.ndarray, names: list[str], at_edge: np
         size = int(np.size(value))
         sd[name] = float(sd_flat[i]) if np.ndim(value) == 0 else sd_flat[i : i + size].reshape(np.shape(value))
         i += size
-    return Laplace(sd, cov, tuple(names), ok)
+    return Laplace(sd, cov, tuple(names), ok, objective.n_evaluations - counted)
 
 
 def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: bool = False, maxiter: int = 500) -> EmpiricalBayesResult:
@@ -408,10 +465,9 @@ def _result(objective: _Objective, plug_in: PlugIn, runs: list, include_prior: b
     """The result at the best run: edges, convergence, optima, and the model conditioned there."""
     owners = objective.coordinate_owner()
     edges = {id(res): _at_edge(objective, res.x)[0] for res in runs}
-    n_evaluations = objective.n_evaluations  # the Laplace step below is not part of the search
 
     def converged(res) -> bool:  # not res.success: L-BFGS-B reports a failed line search at the objective's round-off floor
-        return bool(np.max(np.abs(res.jac[~edges[id(res)]]), initial=0.0) <= GRAD_TOL)
+        return bool(_predicted_gain(res, ~edges[id(res)]) <= GAIN_TOL)
 
     best, edge = runs[0], edges[id(runs[0])]
     params = objective.params(best.x)
@@ -424,11 +480,13 @@ def _result(objective: _Objective, plug_in: PlugIn, runs: list, include_prior: b
     optima = tuple(Optimum(objective.params(r.x), float(-r.fun), float(lml(r)), converged(r), c) for r, c in _group_optima(runs))
     return EmpiricalBayesResult(
         params=params, log_marginal_likelihood=conditioned.log_marginal_likelihood, objective=float(-best.fun),
-        include_prior=include_prior, converged=converged(best), grad_norm=float(np.max(np.abs(best.jac), initial=0.0)),
+        include_prior=include_prior, converged=converged(best), predicted_gain=_predicted_gain(best, ~edge),
+        grad_norm=float(np.max(np.abs(best.jac), initial=0.0)),
         at_bound={name: bool(np.any(edge[[o == name for o in owners]])) for name in dict.fromkeys(owners)},
-        n_evaluations=n_evaluations, jitter=conditioned.jitter, optima=optima, laplace=_laplace(objective, best.x, owners, edge),
+        n_evaluations=objective.n_evaluations, jitter=conditioned.jitter, optima=optima,
         seconds=time.perf_counter() - time_started, compile_seconds=compile_seconds, plug_in=plug_in,
         conditioned=conditioned, bound=_bound(objective, best.x, edge),
+        laplace_at=lambda: _laplace(objective, best.x, owners, edge),
     )
 
 
@@ -442,7 +500,8 @@ def _warn(result: EmpiricalBayesResult) -> None:
         )
     if not result.converged:
         warnings.warn(
-            f"empirical_bayes did not converge: max |gradient| {result.grad_norm:.3g} (tolerance {GRAD_TOL:g}); "
+            f"empirical_bayes did not converge: a Newton step from where it stopped would still gain "
+            f"{result.predicted_gain:.3g} in the objective (tolerance {GAIN_TOL:g}; max |gradient| {result.grad_norm:.3g}); "
             "try more restarts or a larger maxiter",
             FitWarning,
             stacklevel=3,
@@ -450,8 +509,7 @@ def _warn(result: EmpiricalBayesResult) -> None:
     bound = [name for name, flag in result.at_bound.items() if flag]
     if bound:
         warnings.warn(
-            f"parameter(s) at the edge of their support: {', '.join(bound)} "
-            f"({', '.join(f'{n} → {result.bound[n]:.3g}' for n in bound if np.ndim(result.bound[n]) == 0)}); "
+            f"parameter(s) at the edge of their support: {', '.join(_edge_text(result, n) for n in bound)}; "
             "the data do not pin them down",
             FitWarning,
             stacklevel=3,
@@ -464,3 +522,12 @@ def _warn(result: EmpiricalBayesResult) -> None:
             FitWarning,
             stacklevel=3,
         )
+
+
+def _edge_text(result: EmpiricalBayesResult, name: str) -> str:
+    """'s → 0' for a scalar at its edge; 'theta[2] → 0, theta[3] → 0' for the elements of a vector at theirs."""
+    edge, stopped = np.asarray(result.bound[name]), np.asarray(result.params[name])
+    if edge.ndim == 0:
+        return f"{name} → {edge:.3g}"
+    moved = np.argwhere(edge != stopped)  # elements not at the edge keep the value the optimiser stopped at
+    return ", ".join(f"{name}[{', '.join(map(str, i))}] → {edge[tuple(i)]:.3g}" for i in moved)
