@@ -3,6 +3,8 @@
 import ast
 import dataclasses
 import inspect
+import subprocess
+import sys
 from pathlib import Path
 
 import bayeskern as bk
@@ -49,3 +51,15 @@ def test_fitters_and_the_analysis_do_not_branch_on_a_kind_string():
     fitters = [*PACKAGE.glob("fit/*.py"), PACKAGE / "analysis.py", PACKAGE / "gp.py", PACKAGE / "blr.py", PACKAGE / "conditioned.py"]
     offenders = [str(p.relative_to(PACKAGE)) for p in fitters if ".kind" in p.read_text() or '"gp"' in p.read_text()]
     assert offenders == []
+
+
+def test_import_bayeskern_leaves_arviz_and_plotting_for_first_use():
+    """`import bayeskern` must not pay for ArviZ, matplotlib, nutpie or scipy.stats (~1.5 s); their names still resolve."""
+    code = (
+        "import sys, bayeskern as bk\n"
+        "heavy = [m for m in ('arviz', 'arviz_plots', 'arviz_stats', 'matplotlib', 'nutpie', 'scipy.stats') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "assert callable(bk.fit.diagnose) and callable(bk.checks.kernel_trick_mcmc) and 'arviz' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
