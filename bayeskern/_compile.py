@@ -6,12 +6,19 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 
 import pytensor
+from pytensor.compile.mode import Mode, get_mode
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import equal_computations
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
 
-__all__ = ["compiled", "compiled_graph", "exact_arithmetic"]
+__all__ = ["NUMPY", "compiled", "compiled_graph", "exact_arithmetic"]
+
+#: PyTensor's Python linker with FAST_RUN's rewrites except elemwise fusion (a fused loop would run
+#: element by element in Python): every Op runs its numpy/SciPy `perform`, so compiling costs the
+#: rewrites alone (~0.3 s) where Numba needs seconds per new graph — for graphs evaluated too few
+#: times, or on arrays too small, for Numba's compilation to pay for itself
+NUMPY = Mode(linker="py", optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion"))
 
 _MAX_ENTRIES = 512
 _CACHE: OrderedDict = OrderedDict()
@@ -101,7 +108,7 @@ def compiled_graph(inputs: list, outputs: list, **options) -> Callable:
                 _GRAPHS.append(_GRAPHS.pop(k))  # most recently used last, as in `compiled`
                 break
         else:
-            with exact_arithmetic():
+            with exact_arithmetic(), pytensor.config.change_flags(**({"cxx": ""} if options.get("mode") is NUMPY else {})):
                 fn, lock = pytensor.function(all_inputs, outputs, **options), threading.Lock()
             _GRAPHS.append((all_inputs, outputs, options, fn, lock))
             del _GRAPHS[:-_MAX_GRAPHS]

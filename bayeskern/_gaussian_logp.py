@@ -3,14 +3,18 @@
 The work is one Cholesky factorisation (LAPACK potrf), one solve (potrs) and the inverse from the
 factor (potri) — about three factorisations — plus a few passes over memory (the copy, a condition
 estimate, the symmetric gradient), against about seven for differentiating the Cholesky
-factorisation symbolically. The kernel below is Numba code calling LAPACK directly, so PyTensor's
-Numba backend (PyMC's default, and nutpie's) runs it without the GIL and caches it on disk; Python
-(`perform`) calls the same compiled kernel.
+factorisation symbolically. As for every PyTensor Op, there are two implementations of the one
+algorithm: Numba code calling LAPACK directly, which PyTensor's Numba backend (PyMC's default, and
+nutpie's) runs without the GIL and caches on disk, and `perform`, the same LAPACK calls through
+SciPy, which PyTensor's Python linker runs without compiling anything (`bayeskern._compile.NUMPY`:
+small empirical-Bayes fits, where Numba's compilation would cost more than every evaluation). A
+test holds the two to round-off.
 """
 
 import numba
 import numpy as np
 import pytensor.tensor as pt
+from scipy.linalg import lapack
 from numba.core import types
 from numba.core.extending import get_cython_function_address
 from pytensor.gradient import DisconnectedType
@@ -141,6 +145,45 @@ def _logp_and_gradients(K, t, noise_var, use_jitter):
     return logp, d_K, -alpha, jitter  # ∂ log p / ∂t = −C⁻¹t
 
 
+def _factor_scipy(K, noise_var: float, use_jitter: bool):
+    """(L, jitter) with C + jitter·I = LLᵀ from K's lower triangle, as `_logp_and_gradients` does; (None, 0.0) if none."""
+    n = K.shape[0]
+    lower = np.tril(K)
+    C = lower + np.tril(K, -1).T  # C from K's lower triangle only (LAPACK's convention)
+    C[np.diag_indices(n)] += noise_var  # C = K + σ²I   (PRML 6.62)
+    scale = np.trace(C) / n if n else 0.0
+    scale = scale if np.isfinite(scale) and scale > 0.0 else 1.0
+    norm1 = np.abs(C).sum(axis=0).max(initial=0.0)  # ‖C‖₁ for the condition estimate
+    for jitter in [0.0] + ([step * scale for step in _JITTER_STEPS] if use_jitter else []):
+        L, info = lapack.dpotrf(C + jitter * np.eye(n), lower=1, clean=1)
+        d = np.diagonal(L)
+        if info == 0 and np.all(np.isfinite(d) & (d > 0.0)):
+            rcond, _ = lapack.dpocon(L, norm1 + jitter, uplo="L")
+            if rcond > n * EPS:  # the rule of _linalg.cholesky
+                return L, jitter
+    return None, 0.0
+
+
+def _logp_and_gradients_scipy(K, t, noise_var: float, use_jitter: bool):
+    """`_logp_and_gradients` through SciPy's LAPACK, vectorised: the Python linker's implementation of the Op."""
+    n = K.shape[0]
+    L, jitter = _factor_scipy(K, noise_var, use_jitter)
+    if L is None:
+        return -np.inf, np.zeros((n, n)), np.zeros(n), 0.0
+    alpha, _ = lapack.dpotrs(L, t, lower=1)  # α = C⁻¹t
+    C_inv, _ = lapack.dpotri(L, lower=1)  # C⁻¹ in the lower triangle
+    # log p(t) = −½ tᵀα − Σ log Lᵢᵢ − n/2 log 2π   (R&W 2.30)
+    logp = -0.5 * t @ alpha - np.log(np.diagonal(L)).sum() - 0.5 * n * LOG_2PI
+    # ∂ log p / ∂K over K's lower triangle: 2G below the diagonal, G on it, G = ½(ααᵀ − C⁻¹)   (R&W 5.9)
+    d_K = np.tril(np.outer(alpha, alpha) - C_inv, -1)
+    d_K[np.diag_indices(n)] = 0.5 * (alpha * alpha - np.diagonal(C_inv))
+    diag_C = np.diagonal(K) + noise_var
+    scale = diag_C.sum() / n
+    if jitter > 0.0 and np.isfinite(scale) and scale > 0.0:  # jitter = step · mean(diag C): ∂jitter/∂Cᵢᵢ = step/n
+        d_K[np.diag_indices(n)] += np.trace(d_K) * jitter / scale / n
+    return logp, d_K, -alpha, jitter  # ∂ log p / ∂t = −C⁻¹t
+
+
 class GaussianLogp(Op):
     """Inputs K, t, σ²; outputs log N(t | 0, K + σ²I), ∂/∂K, ∂/∂t and the jitter used.
 
@@ -169,9 +212,9 @@ class GaussianLogp(Op):
         return Apply(self, [K, t, noise_var], [scalar, K.type(), t.type(), scalar.type()])
 
     def perform(self, node, inputs, outputs):
-        K = np.ascontiguousarray(inputs[0], dtype=np.float64)
-        t = np.ascontiguousarray(inputs[1], dtype=np.float64)
-        results = _logp_and_gradients(K, t, float(inputs[2]), self.jitter)
+        K = np.asarray(inputs[0], dtype=np.float64)
+        t = np.asarray(inputs[1], dtype=np.float64)
+        results = _logp_and_gradients_scipy(K, t, float(inputs[2]), self.jitter)
         for out, value in zip(outputs, results, strict=True):
             out[0] = np.asarray(value)
 
