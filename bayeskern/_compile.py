@@ -12,7 +12,7 @@ from pytensor.graph.basic import equal_computations
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
 
-__all__ = ["NUMPY", "compiled", "compiled_graph", "exact_arithmetic"]
+__all__ = ["NUMPY", "compiled", "compiled_graph", "exact_arithmetic", "numpy_mode"]
 
 #: PyTensor's Python linker with FAST_RUN's rewrites except elemwise fusion (a fused loop would run
 #: element by element in Python): every Op runs its numpy/SciPy `perform`, so compiling costs the
@@ -59,17 +59,33 @@ def exact_arithmetic() -> Iterator[None]:
                 pytensor.config.numba__fastmath = _EXACT["saved"]
 
 
-def compiled(key: Hashable, build: Callable[[], tuple[list, object]]):
+def numpy_mode():
+    """Inside this block functions compiled without a mode (PyMC's initial-point functions) use `NUMPY`.
+
+    PyTensor's flags are global: a function compiled meanwhile in another thread runs in numpy too
+    (slower for large arrays, the same numbers up to round-off).
+    """
+    return pytensor.config.change_flags(mode=NUMPY, cxx="")  # cxx "": Ops run `perform`, no C code compiled
+
+
+def _function(inputs: list, outputs, **options):
+    """`pytensor.function` with exact arithmetic, in `numpy_mode` when asked for `NUMPY`."""
+    with exact_arithmetic(), (numpy_mode() if options.get("mode") is NUMPY else contextlib.nullcontext()):
+        return pytensor.function(inputs, outputs, **options)
+
+
+def compiled(key: Hashable, build: Callable[[], tuple[list, object]], numpy: bool = False):
     """The compiled function for `key`, built by `build() -> (inputs, outputs)` on first use.
 
     Compilation costs from a fraction of a second to seconds; evaluating a cached function
-    costs microseconds. The cache keeps the most recently used `_MAX_ENTRIES` functions.
+    costs microseconds. The cache keeps the most recently used `_MAX_ENTRIES` functions. `numpy`:
+    run it on the `NUMPY` mode (nothing compiled), a separate entry.
     """
+    key = (key, numpy)
     fn = _CACHE.get(key)
     if fn is None:
         inputs, outputs = build()
-        with exact_arithmetic():
-            fn = pytensor.function(inputs, outputs, on_unused_input="ignore")
+        fn = _function(inputs, outputs, on_unused_input="ignore", **({"mode": NUMPY} if numpy else {}))
         _CACHE[key] = fn
         if len(_CACHE) > _MAX_ENTRIES:
             _CACHE.popitem(last=False)
@@ -108,8 +124,7 @@ def compiled_graph(inputs: list, outputs: list, **options) -> Callable:
                 _GRAPHS.append(_GRAPHS.pop(k))  # most recently used last, as in `compiled`
                 break
         else:
-            with exact_arithmetic(), pytensor.config.change_flags(**({"cxx": ""} if options.get("mode") is NUMPY else {})):
-                fn, lock = pytensor.function(all_inputs, outputs, **options), threading.Lock()
+            fn, lock = _function(all_inputs, outputs, **options), threading.Lock()
             _GRAPHS.append((all_inputs, outputs, options, fn, lock))
             del _GRAPHS[:-_MAX_GRAPHS]
 

@@ -9,6 +9,10 @@ import pytensor.tensor as pt
 from bayeskern._compile import compiled
 from bayeskern._validation import is_symbolic
 
+#: graphs on up to this many pairs of points (n·m) run in numpy (`_compile.NUMPY`): Numba's compilation
+#: of a new structure costs seconds, numpy loses milliseconds at this size
+NUMPY_MAX_SIZE = 200_000
+
 __all__ = ["Parameterised", "bind_given", "parameter"]
 
 
@@ -114,5 +118,6 @@ class Parameterised:
             data = [Xt] if Xst is None else [Xt, Xst]
             return data + [t for node in nodes for t in slots[id(node)].values()], out
 
-        fn = compiled((tag, self.signature(), d, Xs is not None, *settings), build)
+        size = X.shape[0] * (X.shape[0] if Xs is None else Xs.shape[0])
+        fn = compiled((tag, self.signature(), d, Xs is not None, *settings), build, numpy=size <= NUMPY_MAX_SIZE)
         return np.asarray(fn(*([X] if Xs is None else [X, Xs]), *values))

@@ -16,7 +16,7 @@ from pymc.pytensorf import join_nonshared_inputs
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
-from bayeskern._compile import NUMPY, compiled_graph
+from bayeskern._compile import NUMPY, compiled_graph, numpy_mode
 from bayeskern._gaussian_logp import GaussianLogp
 from bayeskern._json import jsonable
 from bayeskern._validation import check_flag, check_integer, check_model, check_seed
@@ -167,7 +167,8 @@ class _Objective:
     def __init__(self, model, obs, include_prior: bool):
         self.model = model
         n_data = int(np.size(find_likelihood(model)[1].y))
-        self.point = model.initial_point()
+        with numpy_mode():  # evaluated once
+            self.point = model.initial_point()
         self.value_vars = model.value_vars
         terms = [obs] + (list(model.free_RVs) if include_prior else [])
         logp = _with_jitter(model.logp(vars=terms, jacobian=False))
@@ -225,8 +226,9 @@ def _starts(model, objective: _Objective, restarts: int, seed) -> list[np.ndarra
     """The model's initial point (its initvals), then draws from the priors, else jitter, with a finite objective."""
     starts = [objective.flat(objective.point)]
     rng = np.random.default_rng(seed)
-    prior = make_initial_point_fn(model=model, overrides={rv: "prior" for rv in model.free_RVs}, return_transformed=True)
-    jittered = make_initial_point_fn(model=model, jitter_rvs=set(model.free_RVs), return_transformed=True)
+    with numpy_mode():  # a few draws each
+        prior = make_initial_point_fn(model=model, overrides={rv: "prior" for rv in model.free_RVs}, return_transformed=True)
+        jittered = make_initial_point_fn(model=model, jitter_rvs=set(model.free_RVs), return_transformed=True)
     for _ in range(restarts - 1):
         for attempt in range(20):
             make = prior if attempt < 10 else jittered
