@@ -10,8 +10,9 @@ from bayeskern._compile import compiled
 from bayeskern._validation import is_symbolic
 
 #: graphs on up to this many pairs of points (n·m) run in numpy (`_compile.NUMPY`): Numba's compilation
-#: of a new structure costs seconds, numpy loses milliseconds at this size
-NUMPY_MAX_SIZE = 200_000
+#: of a new structure costs seconds, numpy loses ~10 ms at this size (a Gram matrix up to n ≈ 700;
+#: predictions in blocks of 2048 points beyond n ≈ 250 are compiled)
+NUMPY_MAX_SIZE = 500_000
 
 __all__ = ["Parameterised", "bind_given", "parameter"]
 

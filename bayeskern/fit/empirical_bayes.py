@@ -100,7 +100,9 @@ class EmpiricalBayesResult:
     conditioned at the optimum (`bayeskern.conditioned.Conditioned`), factorised once; `jitter` (added
     to C's diagonal, 0.0 normally) and `log_marginal_likelihood` are both read from that one
     factorisation. `optima`: the distinct optima, best first. `laplace`: the Laplace approximation at
-    the optimum, computed on first use (2 evaluations per coordinate). `seconds`: wall time, `compile_seconds` of it spent compiling.
+    the optimum, computed on first use (2 evaluations per coordinate). `seconds`: wall time;
+    `compile_seconds` of it spent building and compiling the objective, up to its first evaluation
+    (a kernel graph compiled later, for the conditioned model, counts in `seconds` only).
     """
 
     params: dict
