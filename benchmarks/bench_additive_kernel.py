@@ -7,7 +7,7 @@ on the same data, in one process. bayeskern's first fit includes compiling (repo
 timed fits alternate with scikit-learn's, `--repeats` times, medians reported. PyMC's Periodic has
 ½ in its exponent where ExpSineSquared has 2: ℓₚ(PyMC) = ℓₚ(sklearn)/2.
 
-    .venv/bin/python benchmarks/bench_additive_kernel.py --n 500 --repeats 3
+    .venv/bin/python benchmarks/bench_additive_kernel.py --n 500 --repeats 3 [--per-evaluation 500 2000]
 """
 
 import argparse
@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 import pymc as pm
+import scipy.linalg
 import scipy.optimize
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process import kernels as skk
@@ -70,6 +71,22 @@ def model(X, y):
     return m
 
 
+def per_evaluation(n: int, repeats: int = 10) -> tuple[float, float]:
+    """Seconds of one value-and-gradient evaluation (at perturbed points) and of one Cholesky of an n × n SPD matrix."""
+    from bayeskern.fit.empirical_bayes import _Objective
+    from bayeskern.likelihood import find_likelihood
+
+    m = model(*seasonal_series(n))
+    objective = _Objective(m, find_likelihood(m)[0], include_prior=False)
+    z = objective.flat(objective.point)
+    objective(z)  # compiles
+    rng = np.random.default_rng(0)
+    value = statistics.median(timed(lambda: objective(z + 1e-3 * rng.standard_normal(len(z))))[0] for _ in range(repeats))
+    C = np.cov(rng.standard_normal((n, 2 * n)))
+    cholesky = statistics.median(timed(lambda: scipy.linalg.cholesky(C, lower=True))[0] for _ in range(repeats))
+    return value, cholesky
+
+
 def timed(fn):
     started = time.perf_counter()
     out = fn()
@@ -80,7 +97,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--per-evaluation", type=int, nargs="*", default=[], metavar="N",
+                        help="also time one evaluation against one Cholesky at these n")
     args = parser.parse_args()
+    for n in args.per_evaluation:
+        value, cholesky = per_evaluation(n)
+        print(f"n = {n}: one evaluation {1e3 * value:.1f} ms = {value / cholesky:.1f} Choleskys ({1e3 * cholesky:.1f} ms)")
     X, y = seasonal_series(args.n)
     warnings.simplefilter("ignore")
     first, first_fit = timed(lambda: bk.fit.empirical_bayes(model(X, y), restarts=1))
