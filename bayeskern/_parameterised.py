@@ -9,7 +9,7 @@ import pytensor.tensor as pt
 from bayeskern._compile import compiled
 from bayeskern._validation import is_symbolic
 
-#: graphs on up to this many pairs of points (n·m) run in numpy (`_compile.NUMPY`): Numba's compilation
+#: graphs on up to this many pairs (n·m points for a kernel, n·M for M features) run in numpy (`_compile.NUMPY`): Numba's compilation
 #: of a new structure costs seconds, numpy loses ~10 ms at this size (a Gram matrix up to n ≈ 700;
 #: predictions in blocks of 2048 points beyond n ≈ 250 are compiled)
 NUMPY_MAX_SIZE = 500_000
@@ -97,11 +97,13 @@ class Parameterised:
         return (f"{type(self).__name__} gives numbers for numeric parameters only, but {name!r} of {type(node).__name__} "
                 "is symbolic (a PyMC random variable?)")
 
-    def _run_graph(self, tag: str, X: np.ndarray, Xs: np.ndarray | None, graph: Callable, *settings) -> np.ndarray:
+    def _run_graph(self, tag: str, X: np.ndarray, Xs: np.ndarray | None, graph: Callable, *settings, pairs: int) -> np.ndarray:
         """graph(X, Xs, bind) evaluated on numeric X (n, d) and Xs (m, d) or None, with this tree's numbers fed in.
 
         The function is compiled once per (`tag`, `signature()`, d, whether Xs is given, `settings`),
         with one input per parameter of every node, so trees that differ only in their numbers share it.
+        `pairs`: the size of the output (n·m for a kernel, n·M for features): up to
+        NUMPY_MAX_SIZE it runs in numpy, not compiled.
         """
         nodes, values = list(self.walk()), []
         for node in nodes:
@@ -119,6 +121,5 @@ class Parameterised:
             data = [Xt] if Xst is None else [Xt, Xst]
             return data + [t for node in nodes for t in slots[id(node)].values()], out
 
-        size = X.shape[0] * (X.shape[0] if Xs is None else Xs.shape[0])
-        fn = compiled((tag, self.signature(), d, Xs is not None, *settings), build, numpy=size <= NUMPY_MAX_SIZE)
+        fn = compiled((tag, self.signature(), d, Xs is not None, *settings), build, numpy=pairs <= NUMPY_MAX_SIZE)
         return np.asarray(fn(*([X] if Xs is None else [X, Xs]), *values))

@@ -56,7 +56,8 @@ class FeatureMap(Parameterised):
     def __call__(self, X) -> np.ndarray:
         X = as_inputs(X, "X")
         self._check_tree_input_dim(X.shape[1])
-        Phi = self._run_graph("features", X, None, lambda Xt, _, bind: self._graph(Xt, bind))
+        pairs = X.shape[0] * self.n_features(X.shape[1])
+        Phi = self._run_graph("features", X, None, lambda Xt, _, bind: self._graph(Xt, bind), pairs=pairs)
         return check_finite_result(Phi, f"the features {self!r} of X")  # finite X, yet inf/NaN: an overflow
 
     def __repr__(self) -> str:

@@ -103,7 +103,8 @@ class Kernel(Parameterised):
     def _values(self, X: np.ndarray, Xs: np.ndarray | None = None, diag: bool = False) -> np.ndarray:
         """`evaluate` for inputs already checked (float64 (n, d), same d, dimensions accepted): the solvers' path,
         so one input is validated once, where it enters, not at every prediction."""
-        K = self._run_graph("kernel", X, Xs, lambda Xt, Xst, bind: self._build(Xt, Xst, diag, bind), diag)
+        pairs = X.shape[0] * (1 if diag else X.shape[0] if Xs is None else Xs.shape[0])
+        K = self._run_graph("kernel", X, Xs, lambda Xt, Xst, bind: self._build(Xt, Xst, diag, bind), diag, pairs=pairs)
         # finite inputs and hyperparameters, yet inf/NaN out: an overflow, reported rather than returned
         return check_finite_result(K, f"{self!r} evaluated on X{'' if Xs is None else ' and Xs'}")
 
