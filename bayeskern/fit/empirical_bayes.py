@@ -502,8 +502,9 @@ def _result(objective: _Objective, plug_in: PlugIn, runs: list, include_prior: b
 def _warn(result: EmpiricalBayesResult) -> None:
     if result.jitter > 0:
         warnings.warn(
-            f"at the optimum K + sigma^2 I is not numerically positive definite: jitter {result.jitter:.3g} was "
-            "added to its diagonal (the noise is too small for the kernel's resolution of these inputs)",
+            f"at the optimum the covariance of the data, C = K + sigma^2 I (Phi Sigma Phi^T + sigma^2 I for a BLR), "
+            f"is not numerically positive definite: jitter {result.jitter:.3g} was added to its diagonal "
+            "(the noise is too small for the model's resolution of these inputs)",
             FitWarning,
             stacklevel=3,
         )
