@@ -27,45 +27,50 @@ _MAX_GRAPHS = 32
 _GRAPHS: list = []  # (inputs with the data's stand-ins, outputs, compile options, function, lock); newest last
 _GRAPHS_LOCK = threading.Lock()
 
-_EXACT_LOCK = threading.Lock()
-_EXACT = {"depth": 0, "saved": None}  # open exact_arithmetic scopes across threads, and the flag they replaced
+class _SharedFlags:
+    """PyTensor flags set while any scope of this object is open, in any thread; restored when the last one closes.
 
-
-@contextlib.contextmanager
-def exact_arithmetic() -> Iterator[None]:
-    """Compile with IEEE arithmetic: PyTensor's Numba linker without fastmath, inside this block.
-
-    PyTensor compiles by default with LLVM's fastmath flags (reassoc, contract, …), under which the
-    order of a sum and the fusing of a·b + c are LLVM's choice, and its choice depends on how much of
-    the graph it sees at once: a function compiled fresh is linked and inlined differently from the
-    same function assembled from Numba's on-disk cache (measured: the EB gradient of a BLR model
-    differs in the last bits between a process with an empty and one with a filled compile
-    directory, and the optimiser then ends elsewhere). Without fastmath the order is the program's,
-    so the numbers are the same whatever is cached. The flag is read when a function is compiled
-    (and keys the disk cache); scopes may nest and overlap across threads: it is restored when the
-    last one closes.
+    PyTensor's flags are process-wide, so scopes that overlap across threads must not restore them
+    out of order (`pytensor.config.change_flags` would): one depth count under a lock.
     """
-    with _EXACT_LOCK:
-        if _EXACT["depth"] == 0:
-            _EXACT["saved"] = pytensor.config.numba__fastmath
-            pytensor.config.numba__fastmath = False
-        _EXACT["depth"] += 1
-    try:
-        yield
-    finally:
-        with _EXACT_LOCK:
-            _EXACT["depth"] -= 1
-            if _EXACT["depth"] == 0:
-                pytensor.config.numba__fastmath = _EXACT["saved"]
+
+    def __init__(self, **values):
+        self.values, self.lock, self.depth, self.saved = values, threading.Lock(), 0, {}
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self.lock:
+            if self.depth == 0:
+                self.saved = {name: getattr(pytensor.config, name) for name in self.values}
+                for name, value in self.values.items():
+                    setattr(pytensor.config, name, value)
+            self.depth += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.depth -= 1
+                if self.depth == 0:
+                    for name, value in self.saved.items():
+                        setattr(pytensor.config, name, value)
 
 
-def numpy_mode():
-    """Inside this block functions compiled without a mode (PyMC's initial-point functions) use `NUMPY`.
+#: Compile with IEEE arithmetic: PyTensor's Numba linker without fastmath, inside this block.
+#:
+#: PyTensor compiles by default with LLVM's fastmath flags (reassoc, contract, …), under which the
+#: order of a sum and the fusing of a·b + c are LLVM's choice, and its choice depends on how much of
+#: the graph it sees at once: a function compiled fresh is linked and inlined differently from the
+#: same function assembled from Numba's on-disk cache (measured: the EB gradient of a BLR model
+#: differs in the last bits between a process with an empty and one with a filled compile
+#: directory, and the optimiser then ends elsewhere). Without fastmath the order is the program's,
+#: so the numbers are the same whatever is cached. The flag is read when a function is compiled
+#: (and keys the disk cache).
+exact_arithmetic = _SharedFlags(numba__fastmath=False)
 
-    PyTensor's flags are global: a function compiled meanwhile in another thread runs in numpy too
-    (slower for large arrays, the same numbers up to round-off).
-    """
-    return pytensor.config.change_flags(mode=NUMPY, cxx="")  # cxx "": Ops run `perform`, no C code compiled
+#: Inside this block, functions compiled without a mode (PyMC's initial-point functions) use `NUMPY`,
+#: and no Op compiles C code (cxx ""): each runs its `perform`. A function compiled meanwhile in
+#: another thread runs in numpy too (slower on large arrays, the same numbers up to round-off).
+numpy_mode = _SharedFlags(mode=NUMPY, cxx="")
 
 
 def _function(inputs: list, outputs, **options):

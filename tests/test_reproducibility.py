@@ -13,7 +13,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-from bayeskern._compile import compiled_graph, exact_arithmetic
+from bayeskern._compile import compiled_graph, exact_arithmetic, numpy_mode
 from bayeskern.fit.empirical_bayes import NUMPY_MAX_N
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,32 +77,38 @@ def test_compiled_graphs_are_built_without_fastmath():
     assert call(np.array([0.0, 1.0]))[0] == pytest.approx(np.e, rel=1e-15)
 
 
-def test_exact_arithmetic_nests_overlaps_across_threads_and_restores_the_flag():
-    before = pytensor.config.numba__fastmath
-    with exact_arithmetic():
-        assert pytensor.config.numba__fastmath is False
-        with exact_arithmetic():
-            assert pytensor.config.numba__fastmath is False
-        assert pytensor.config.numba__fastmath is False  # the inner scope closing does not reopen fastmath
-    assert pytensor.config.numba__fastmath == before
+@pytest.mark.parametrize(("scope", "flag", "value"), [(exact_arithmetic, "numba__fastmath", False), (numpy_mode, "cxx", "")])
+def test_flag_scopes_nest_overlap_across_threads_and_restore_the_flag(scope, flag, value):
+    """exact_arithmetic and numpy_mode set process-wide PyTensor flags: restored only when the last scope closes."""
+
+    def current():
+        return getattr(pytensor.config, flag)
+
+    before = current()
+    with scope():
+        assert current() == value
+        with scope():
+            assert current() == value
+        assert current() == value  # the inner scope closing does not restore the flag
+    assert current() == before
 
     inside, release, seen = threading.Barrier(2), threading.Event(), []
 
     def hold(wait: bool):
-        with exact_arithmetic():
+        with scope():
             inside.wait()
             if wait:
                 release.wait()
-            seen.append(pytensor.config.numba__fastmath)
+            seen.append(current())
 
     first = threading.Thread(target=hold, args=(False,))
     second = threading.Thread(target=hold, args=(True,))
     first.start(), second.start()
-    first.join()  # the first scope closed while the second is still open: the flag stays off
-    seen.append(pytensor.config.numba__fastmath)
+    first.join()  # the first scope closed while the second is still open: the flag stays set
+    seen.append(current())
     release.set()
     second.join()
-    assert seen == [False, False, False] and pytensor.config.numba__fastmath == before
+    assert seen == [value, value, value] and current() == before
 
 
 def _numbers_apart(a, b, path="") -> list[str]:

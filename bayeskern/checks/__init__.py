@@ -7,7 +7,7 @@ from bayeskern.checks.psd import PSDCheck, psd
 from bayeskern.checks.rkhs import rkhs_inner, rkhs_norm
 
 # ArviZ-based: imported when first used (ArviZ and its plotting stack cost about 1.5 s to import)
-__getattr__ = lazy_names(__name__, {"SamplingCheckResult": "sampling", "kernel_trick_mcmc": "sampling"})
+__getattr__, __dir__ = lazy_names(__name__, {"SamplingCheckResult": "sampling", "kernel_trick_mcmc": "sampling"})
 
 __all__ = [
     "FeatureError",

@@ -8,7 +8,7 @@ from bayeskern.fit.predictive import predictive_bands
 from bayeskern.fit.warning import FitWarning
 
 # ArviZ-based: imported when first used (ArviZ and its plotting stack cost about 1.5 s to import)
-__getattr__ = lazy_names(__name__, {"EBvsMCMC": "compare", "compare_eb_mcmc": "compare", "Diagnostics": "diagnostics", "diagnose": "diagnostics"})
+__getattr__, __dir__ = lazy_names(__name__, {"EBvsMCMC": "compare", "compare_eb_mcmc": "compare", "Diagnostics": "diagnostics", "diagnose": "diagnostics"})
 
 __all__ = [
     "Diagnostics",

@@ -89,7 +89,7 @@ class EmpiricalBayesResult:
     `objective`: what was maximised (the LML, or LML + log prior). `predicted_gain`: what a Newton
     step from the optimum would still gain, ½ gᵀH̃g with g the gradient over the parameters not at a
     bound and H̃ ≈ (−∇²objective)⁻¹ the optimiser's own curvature estimate (half the squared Newton
-    decrement: invariant to how the parameters are scaled); `converged`: predicted_gain ≤ GAIN_TOL
+    decrement: invariant to how the parameters are scaled, as far as H̃ is exact); `converged`: predicted_gain ≤ GAIN_TOL
     (1e-4 nats), i.e. the objective is within that of a stationary point. `grad_norm`: max
     |∇objective| in unconstrained space. `at_bound`: name → whether it ran to the edge of its support; `bound`: name →
     that edge (its natural value in the limit, e.g. 0.0 for a scale running to 0; elements not at
@@ -100,7 +100,8 @@ class EmpiricalBayesResult:
     conditioned at the optimum (`bayeskern.conditioned.Conditioned`), factorised once; `jitter` (added
     to C's diagonal, 0.0 normally) and `log_marginal_likelihood` are both read from that one
     factorisation. `optima`: the distinct optima, best first. `laplace`: the Laplace approximation at
-    the optimum, computed on first use (2 evaluations per coordinate). `seconds`: wall time;
+    the optimum, computed on first use (2 evaluations per coordinate; `to_dict` reads it) with the
+    objective the fit compiled, which the result keeps. `seconds`: wall time;
     `compile_seconds` of it spent building and compiling the objective, up to its first evaluation
     (a kernel graph compiled later, for the conditioned model, counts in `seconds` only).
     """
@@ -250,7 +251,7 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
     def negative(z):
         f, g = objective(z)
         last["z"], last["g"] = np.array(z), g
-        if not iterates:  # the first evaluation is at the start z0: the first iterate
+        if not iterates and np.isfinite(f):  # the first evaluation is at the start z0: the first iterate
             iterates.append((last["z"], -g))
         if not np.isfinite(f):  # C not positive definite here: a wall the line search backs away from
             return 1e300, np.zeros_like(z)
@@ -540,4 +541,6 @@ def _edge_text(result: EmpiricalBayesResult, name: str) -> str:
     if edge.ndim == 0:
         return f"{name} → {edge:.3g}"
     moved = np.argwhere(edge != stopped)  # elements not at the edge keep the value the optimiser stopped at
+    if len(moved) == 0:  # a transform coupling the elements: name the whole vector
+        return f"{name} → {np.array2string(edge, precision=3)}"
     return ", ".join(f"{name}[{', '.join(map(str, i))}] → {edge[tuple(i)]:.3g}" for i in moved)
