@@ -148,14 +148,14 @@ def _logp_and_gradients(K, t, noise_var, use_jitter):
 def _factor_scipy(K, noise_var: float, use_jitter: bool):
     """(L, jitter) with C + jitter·I = LLᵀ from K's lower triangle, as `_logp_and_gradients` does; (None, 0.0) if none."""
     n = K.shape[0]
-    lower = np.tril(K)
-    C = lower + np.tril(K, -1).T  # C from K's lower triangle only (LAPACK's convention)
+    C = np.tril(K)  # C's lower triangle, from K's only (LAPACK's convention)
     C[np.diag_indices(n)] += noise_var  # C = K + σ²I   (PRML 6.62)
     scale = np.trace(C) / n if n else 0.0
     scale = scale if np.isfinite(scale) and scale > 0.0 else 1.0
-    norm1 = np.abs(C).sum(axis=0).max(initial=0.0)  # ‖C‖₁ for the condition estimate
+    magnitude = np.abs(C)  # ‖C‖₁ for the condition estimate: the column sums of the symmetric C
+    norm1 = (magnitude.sum(axis=0) + magnitude.sum(axis=1) - np.diagonal(magnitude)).max(initial=0.0)
     for jitter in [0.0] + ([step * scale for step in _JITTER_STEPS] if use_jitter else []):
-        L, info = lapack.dpotrf(C + jitter * np.eye(n), lower=1, clean=1)
+        L, info = lapack.dpotrf(C if jitter == 0.0 else C + jitter * np.eye(n), lower=1, clean=1)
         d = np.diagonal(L)
         if info == 0 and np.all(np.isfinite(d) & (d > 0.0)):
             rcond, _ = lapack.dpocon(L, norm1 + jitter, uplo="L")
