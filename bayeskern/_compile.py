@@ -18,7 +18,7 @@ from pytensor.graph.basic import equal_computations
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
 
-__all__ = ["NUMPY", "compiled", "compiled_graph", "exact_arithmetic", "numpy_mode"]
+__all__ = ["NUMPY", "compiled", "compiled_graph", "exact_arithmetic", "numpy_function", "numpy_mode"]
 
 #: PyTensor's Python linker with FAST_RUN's rewrites except elemwise fusion (a fused loop would run
 #: element by element in Python): every Op runs its numpy/SciPy `perform`, so compiling costs the
@@ -106,6 +106,11 @@ def _function(inputs: list, outputs, **options):
     """`pytensor.function` with exact arithmetic, in `numpy_mode` when asked for `NUMPY`."""
     with exact_arithmetic(), (numpy_mode() if options.get("mode") is NUMPY else contextlib.nullcontext()):
         return pytensor.function(inputs, outputs, **options)
+
+
+def numpy_function(inputs: list, outputs, **options):
+    """`pytensor.function` on the NUMPY mode: for graphs evaluated a few times, where compiling would cost more."""
+    return _function(inputs, outputs, mode=NUMPY, **options)
 
 
 def compiled(key: Hashable, build: Callable[[], tuple[list, object]], numpy: bool = False):

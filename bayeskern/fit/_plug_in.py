@@ -1,10 +1,10 @@
 """Plug hyperparameter values into a marginal Gaussian model and get its conditioned model: one path for EB and MCMC."""
 
 import numpy as np
-import pytensor
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
+from bayeskern._compile import numpy_function
 from bayeskern._validation import check_model, check_number, is_symbolic
 from bayeskern.likelihood import Likelihood
 
@@ -40,7 +40,7 @@ class PlugIn:
         inputs = [rv.type(name=rv.name) for rv in model.free_RVs]
         own = _in_model(self._symbols, model)
         outputs = graph_replace(own, dict(zip(model.free_RVs, inputs, strict=True)), strict=False)
-        self._fn = pytensor.function(inputs, outputs, mode="FAST_COMPILE", on_unused_input="ignore")
+        self._fn = numpy_function(inputs, outputs, on_unused_input="ignore")
 
     def numeric(self, params: dict) -> Likelihood:
         """The record with every hyperparameter a number, given `params` (free variable name → value)."""

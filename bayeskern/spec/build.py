@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
 
 from bayeskern import blr, datasets, features, gp
+from bayeskern._compile import numpy_function, numpy_mode
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.likelihood import find_likelihood
 from bayeskern.spec.expressions import FEATURES, PRIORS, _names_in, _short, parse_expression, parse_kernel
@@ -185,13 +185,14 @@ def _check_priors(path, model: pm.Model) -> dict:
 
     Returns the initial values of the free variables on their natural scale, by name.
     """
-    point = model.initial_point()
+    with numpy_mode():  # evaluated once
+        point = model.initial_point()
     values = {v.name: point[v.name] for v in model.value_vars}
     natural = model.replace_rvs_by_values(model.free_RVs)
 
     def evaluate(rvs, extra=()):
         terms = [pt.sum(term) for term in model.logp(vars=rvs, jacobian=False, sum=False)]
-        return pytensor.function(model.value_vars, terms + list(extra), mode="FAST_COMPILE", on_unused_input="ignore")(**values)
+        return numpy_function(model.value_vars, terms + list(extra), on_unused_input="ignore")(**values)
 
     try:  # one compiled function for all priors; only on failure, one per prior to name the culprit
         out = evaluate(model.free_RVs, natural)
