@@ -9,22 +9,15 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.mode import Mode, get_mode
-from pytensor.graph.basic import Constant
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant, equal_computations
+from pytensor.graph.replace import graph_replace
 from pytensor.graph.rewriting.basic import in2out, node_rewriter
+from pytensor.graph.traversal import graph_inputs
 from pytensor.scalar.basic import Clip
 from pytensor.tensor.elemwise import Elemwise
-from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import equal_computations
-from pytensor.graph.replace import graph_replace
-from pytensor.graph.traversal import graph_inputs
 
 __all__ = ["NUMPY", "compiled", "compiled_graph", "exact_arithmetic", "numpy_function", "numpy_mode"]
-
-#: PyTensor's Python linker with FAST_RUN's rewrites except elemwise fusion (a fused loop would run
-#: element by element in Python): every Op runs its numpy/SciPy `perform`, so compiling costs the
-#: rewrites alone (~0.3 s) where Numba needs seconds per new graph — for graphs evaluated too few
-#: times, or on arrays too small, for Numba's compilation to pay for itself
-
 
 @node_rewriter([Elemwise])
 def _clip_by_ufuncs(fgraph, node):
@@ -44,6 +37,10 @@ def _clip_by_ufuncs(fgraph, node):
     return [out.astype(node.outputs[0].dtype)]
 
 
+#: PyTensor's Python linker with FAST_RUN's rewrites except elemwise fusion (a fused loop would run
+#: element by element in Python), plus `_clip_by_ufuncs`: every Op runs its numpy/SciPy `perform`, so
+#: compiling costs the rewrites alone (~0.3 s) where Numba needs seconds per new graph — for graphs
+#: evaluated too few times, or on arrays too small, for Numba's compilation to pay for itself
 NUMPY = Mode(
     linker="py",
     optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion").register((in2out(_clip_by_ufuncs), 49.5)),

@@ -14,7 +14,6 @@ test holds the two to round-off.
 import numba
 import numpy as np
 import pytensor.tensor as pt
-from scipy.linalg import lapack
 from numba.core import types
 from numba.core.extending import get_cython_function_address
 from pytensor.gradient import DisconnectedType
@@ -23,6 +22,7 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.cache import _call_cached_ptr
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.linalg._LAPACK import int_ptr_to_val, val_to_int_ptr
+from scipy.linalg import lapack
 
 from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI
 
@@ -146,28 +146,34 @@ def _logp_and_gradients(K, t, noise_var, use_jitter):
 
 
 def _factor_scipy(K, noise_var: float, use_jitter: bool):
-    """(L, jitter) with C + jitter·I = LLᵀ from K's lower triangle, as `_logp_and_gradients` does; (None, 0.0) if none."""
+    """(L, jitter, step) with C + jitter·I = LLᵀ from K's lower triangle, as `_logp_and_gradients` does.
+
+    jitter = step · mean(diag C); `step` is 0.0 where no jitter was needed or the mean diagonal is not a
+    positive number (then jitter is relative to 1 and does not depend on C). (None, 0.0, 0.0) if none works.
+    """
     n = K.shape[0]
     C = np.tril(K)  # C's lower triangle, from K's only (LAPACK's convention)
     C[np.diag_indices(n)] += noise_var  # C = K + σ²I   (PRML 6.62)
     scale = np.trace(C) / n if n else 0.0
-    scale = scale if np.isfinite(scale) and scale > 0.0 else 1.0
+    scale_from_C = bool(np.isfinite(scale) and scale > 0.0)
+    scale = scale if scale_from_C else 1.0
     magnitude = np.abs(C)  # ‖C‖₁ for the condition estimate: the column sums of the symmetric C
     norm1 = (magnitude.sum(axis=0) + magnitude.sum(axis=1) - np.diagonal(magnitude)).max(initial=0.0)
-    for jitter in [0.0] + ([step * scale for step in _JITTER_STEPS] if use_jitter else []):
+    for step in [0.0] + (list(_JITTER_STEPS) if use_jitter else []):
+        jitter = step * scale
         L, info = lapack.dpotrf(C if jitter == 0.0 else C + jitter * np.eye(n), lower=1, clean=1)
         d = np.diagonal(L)
         if info == 0 and np.all(np.isfinite(d) & (d > 0.0)):
             rcond, _ = lapack.dpocon(L, norm1 + jitter, uplo="L")
             if rcond > n * EPS:  # the rule of _linalg.cholesky
-                return L, jitter
-    return None, 0.0
+                return L, jitter, step if scale_from_C else 0.0
+    return None, 0.0, 0.0
 
 
 def _logp_and_gradients_scipy(K, t, noise_var: float, use_jitter: bool):
     """`_logp_and_gradients` through SciPy's LAPACK, vectorised: the Python linker's implementation of the Op."""
     n = K.shape[0]
-    L, jitter = _factor_scipy(K, noise_var, use_jitter)
+    L, jitter, step = _factor_scipy(K, noise_var, use_jitter)
     if L is None:
         return -np.inf, np.zeros((n, n)), np.zeros(n), 0.0
     alpha, _ = lapack.dpotrs(L, t, lower=1)  # α = C⁻¹t
@@ -177,10 +183,8 @@ def _logp_and_gradients_scipy(K, t, noise_var: float, use_jitter: bool):
     # ∂ log p / ∂K over K's lower triangle: 2G below the diagonal, G on it, G = ½(ααᵀ − C⁻¹)   (R&W 5.9)
     d_K = np.tril(np.outer(alpha, alpha) - C_inv, -1)
     d_K[np.diag_indices(n)] = 0.5 * (alpha * alpha - np.diagonal(C_inv))
-    diag_C = np.diagonal(K) + noise_var
-    scale = diag_C.sum() / n
-    if jitter > 0.0 and np.isfinite(scale) and scale > 0.0:  # jitter = step · mean(diag C): ∂jitter/∂Cᵢᵢ = step/n
-        d_K[np.diag_indices(n)] += np.trace(d_K) * jitter / scale / n
+    if step > 0.0:  # jitter = step · mean(diag C): ∂jitter/∂Cᵢᵢ = step/n
+        d_K[np.diag_indices(n)] += np.trace(d_K) * step / n
     return logp, d_K, -alpha, jitter  # ∂ log p / ∂t = −C⁻¹t
 
 

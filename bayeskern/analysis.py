@@ -123,9 +123,7 @@ def _sample(result: Analysis, obs_name: str, Xgrid, say: Callable, progressbar: 
     settings, chosen = result.spec.mcmc, result.chosen
     say(f"MCMC ({settings.sampler}): {settings.chains} chains × {settings.tune} tuning + {settings.draws} draws …")
     started = time.perf_counter()
-    dt = mcmc(chosen.model, draws=settings.draws, tune=settings.tune, chains=settings.chains,
-              seed=result.seed, sampler=settings.sampler, thin=settings.thin, Xnew=Xgrid,
-              target_accept=settings.target_accept, progressbar=progressbar)
+    dt = mcmc(chosen.model, seed=result.seed, Xnew=Xgrid, progressbar=progressbar, **settings.as_kwargs())
     result.seconds["mcmc"] = time.perf_counter() - started
     say(f"  done in {result.seconds['mcmc']:.1f} s")
     result.idata = dt

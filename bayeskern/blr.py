@@ -6,7 +6,7 @@ factorisation never needs jitter and Σ is never inverted.
 """
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pymc as pm
@@ -86,7 +86,7 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
         name, pt.as_tensor_variable(Phi), S_t, sigma, dist=generate, logp=logp,
         signature=f"(n,m),{core},()->(n)", observed=t, **kwargs,
     )
-    return attach(obs, BLRLikelihood(X, t, sigma, features, S))
+    return attach(obs, BLRLikelihood(X, t, sigma, features, S, Phi))
 
 
 def _feature_kernel(features, prior_cov):
@@ -98,19 +98,24 @@ def _feature_kernel(features, prior_cov):
 
 @dataclass(frozen=True)
 class BLRLikelihood(Likelihood):
-    """The record of t ~ N(0, ΦΣΦᵀ + σ²I) in a PyMC model: data, σ, the feature map and Σ (σ, Σ may be symbolic)."""
+    """The record of t ~ N(0, ΦΣΦᵀ + σ²I) in a PyMC model: data, σ, the feature map and Σ (σ, Σ may be symbolic).
+
+    `Phi`: Φ(X), computed once when the model is built (the features hold no hyperparameters), so
+    conditioning at each MCMC draw does not evaluate the feature map again.
+    """
 
     X: np.ndarray
     y: np.ndarray
     sigma: object
     features: object
     prior_cov: object
+    Phi: np.ndarray = field(repr=False)
 
     def hyperparameters(self) -> list:
         return [self.sigma, self.prior_cov]
 
     def with_values(self, value) -> "BLRLikelihood":
-        return BLRLikelihood(self.X, self.y, float(value(self.sigma)), self.features, value(self.prior_cov))
+        return BLRLikelihood(self.X, self.y, float(value(self.sigma)), self.features, value(self.prior_cov), self.Phi)
 
     def gram_kernel(self):
         return _feature_kernel(self.features, self.prior_cov)
@@ -122,8 +127,7 @@ class BLRLikelihood(Likelihood):
         check_prior_cov(self.prior_cov, n_features(self.features, X.shape[1]))
 
     def condition(self) -> "WeightSpaceBLR":
-        Phi = design_matrix(self.features, self.X, "features")
-        return WeightSpaceBLR(self.features, self.X, self.y, float(self.sigma), check_prior_cov(self.prior_cov, Phi.shape[1]), Phi)
+        return _condition_on(self.features, self.X, self.y, float(self.sigma), self.prior_cov, self.Phi)
 
 
 #: inputs farther from 0 than this many standard deviations sit "far from zero" (`offset_ratio`)
@@ -284,7 +288,11 @@ def condition(features, X, y, sigma, prior_cov) -> WeightSpaceBLR:
     X = as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
     sigma = float(check_sigma(sigma, allow_zero=False))
-    Phi = design_matrix(features, X, "features")
+    return _condition_on(features, X, t, sigma, prior_cov, design_matrix(features, X, "features"))
+
+
+def _condition_on(features, X, t, sigma: float, prior_cov, Phi) -> WeightSpaceBLR:
+    """The weight-space solver on checked data and a computed Φ(X); Σ is checked against Φ's columns here."""
     S = check_prior_cov(prior_cov, Phi.shape[1])
     if is_symbolic(S):
         raise ValueError("prior_cov must be numeric here; random variables belong in likelihood()")

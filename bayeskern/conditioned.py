@@ -68,7 +68,7 @@ class Conditioned(ABC):
 
     @abstractmethod
     def prior_variance(self, Xnew: np.ndarray) -> float:
-        """max k(x, x) over Xnew: the scale of the terms whose difference is the posterior covariance."""
+        """max k(x, x) over Xnew (checked: a prediction's): the scale of the terms whose difference is the posterior covariance."""
 
     @property
     @abstractmethod

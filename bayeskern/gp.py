@@ -115,7 +115,7 @@ class GPPosterior(Posterior):
 
     @cached_property
     def loo_log_predictive(self) -> np.ndarray:
-        return loo_gaussian(self.chol, self.targets)[2]
+        return loo_gaussian(self.chol, self.targets, self.alpha)[2]
 
 
 #: inputs farther from 0 than this many standard deviations sit "far from zero" (`offset_ratio`)
@@ -229,10 +229,10 @@ class ExactGP(Conditioned):
         return mean, np.clip(np.diag(cov), 0.0, None), cov  # round-off can make a tiny variance negative; predict writes it back
 
     def _loo(self):
-        return loo_gaussian(self.chol, self.targets)
+        return loo_gaussian(self.chol, self.targets, self.alpha)
 
     def prior_variance(self, Xnew) -> float:
-        return float(np.max(np.abs(self.kernel._values(self._points(Xnew), diag=True)), initial=0.0))
+        return float(np.max(np.abs(self.kernel._values(Xnew, diag=True)), initial=0.0))  # Xnew: a prediction's, checked
 
     def posterior(self, Xnew=None, include_noise: bool = False) -> "GPPosterior":
         """The full posterior at `Xnew` as `GPPosterior` (what `bayeskern.gp.posterior` returns)."""

@@ -476,9 +476,10 @@ def _result(objective: _Objective, plug_in: PlugIn, runs: list, include_prior: b
     """The result at the best run: edges, convergence, optima, and the model conditioned there."""
     owners = objective.coordinate_owner()
     edges = {id(res): _at_edge(objective, res.x)[0] for res in runs}
+    gains = {id(res): _predicted_gain(res, ~edges[id(res)]) for res in runs}
 
     def converged(res) -> bool:  # not res.success: L-BFGS-B reports a failed line search at the objective's round-off floor
-        return bool(_predicted_gain(res, ~edges[id(res)]) <= GAIN_TOL)
+        return bool(gains[id(res)] <= GAIN_TOL)
 
     best, edge = runs[0], edges[id(runs[0])]
     params = objective.params(best.x)
@@ -491,7 +492,7 @@ def _result(objective: _Objective, plug_in: PlugIn, runs: list, include_prior: b
     optima = tuple(Optimum(objective.params(r.x), float(-r.fun), float(lml(r)), converged(r), c) for r, c in _group_optima(runs))
     return EmpiricalBayesResult(
         params=params, log_marginal_likelihood=conditioned.log_marginal_likelihood, objective=float(-best.fun),
-        include_prior=include_prior, converged=converged(best), predicted_gain=_predicted_gain(best, ~edge),
+        include_prior=include_prior, converged=converged(best), predicted_gain=gains[id(best)],
         grad_norm=float(np.max(np.abs(best.jac), initial=0.0)),
         at_bound={name: bool(np.any(edge[[o == name for o in owners]])) for name in dict.fromkeys(owners)},
         n_evaluations=objective.n_evaluations, jitter=conditioned.jitter, optima=optima,

@@ -127,10 +127,10 @@ def _checks(summary: dict, fig) -> list[tuple]:
                          f"round-off tolerance {PSD_ROUNDOFF}·n·ε·max|λ| = {_num(spectrum['roundoff'], 2)} (as checks.psd): {verdict}."))
         out += fig("spectrum.png")
     for name, result in summary["checks"].items():
-        verdict = result.get("passed", result.get("is_psd"))
+        verdict = result["passed"]
         sentence = f" {result['verdict']}" if isinstance(result.get("verdict"), str) else ""
         out.append(("p", f"{name}: {'passed' if verdict else 'FAILED'}.{sentence}"))
-        result = {k: v for k, v in result.items() if k not in ("eigenvalues", "verdict")}  # the spectrum is plotted
+        result = {k: v for k, v in result.items() if k not in ("eigenvalues", "verdict", "is_psd")}  # spectrum plotted; is_psd = passed
         flat = {f"{k}.{j}" if isinstance(v, dict) else k: w for k, v in result.items() for j, w in (v.items() if isinstance(v, dict) else [(None, v)])}
         out.append(("table", ["quantity", "value"], [[k, v if isinstance(v, str) else _num(v, 3)] for k, v in flat.items()]))
     out += fig("kernel_trick.png")

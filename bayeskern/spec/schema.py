@@ -58,21 +58,25 @@ class ModelSection:
     prior_cov: float | str | None
 
 
+class _Settings:
+    """A section whose fields are a fitter's keyword arguments."""
+
+    def as_kwargs(self) -> dict:
+        """The settings by name, for `fitter(model, seed=…, **settings.as_kwargs())`."""
+        return asdict(self)
+
+
 @dataclass(frozen=True)
-class EmpiricalBayesSettings:
+class EmpiricalBayesSettings(_Settings):
     """[fit.empirical_bayes]: the keyword arguments of `bayeskern.fit.empirical_bayes`."""
 
     restarts: int
     include_prior: bool
     maxiter: int
 
-    def as_kwargs(self) -> dict:
-        """The settings by name, for `empirical_bayes(model, seed=…, **settings.as_kwargs())`."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class MCMCSettings:
+class MCMCSettings(_Settings):
     """[fit.mcmc]: the keyword arguments of `bayeskern.fit.mcmc`."""
 
     draws: int
@@ -81,10 +85,6 @@ class MCMCSettings:
     thin: int
     sampler: str
     target_accept: float
-
-    def as_kwargs(self) -> dict:
-        """The settings by name, for `mcmc(model, seed=…, **settings.as_kwargs())`."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -385,14 +385,14 @@ def read_checks(raw: dict, path, kind: str) -> ChecksSection:
 
 
 def _kernel_trick(trick: dict, path, kind: str) -> KernelTrickOptions:
-    """[checks.kernel_trick]: the features (needed for a GP model) built once here, Σ and σ positive."""
+    """[checks.kernel_trick]: the features (needed for a GP model) parse and build, Σ and σ positive."""
     w = "checks.kernel_trick."
     _known(trick, {"features", "prior_cov", "sigma"}, path, w)
     if kind == "gp" and "features" not in trick:
         raise SpecError(path, f"{w}features", "missing: a GP model has no feature map of its own to audit")
     if "features" in trick:
         _check_syntax(_get(trick, "features", path, w, str), path, f"{w}features", FEATURES, {})
-        try:  # built once here, so that a constructor's complaint comes before any fitting
+        try:  # built here to check them, so that a constructor's complaint comes before any fitting
             parse_expression(trick["features"], FEATURES)
         except ValueError as err:
             raise SpecError(path, f"{w}features", str(err)) from None
