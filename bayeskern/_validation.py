@@ -209,17 +209,17 @@ def check_sigma(sigma, *, allow_zero: bool, name: str = "sigma"):
     return check_squarable(sigma, name)
 
 
-def check_weight_precision(Phi: np.ndarray, S: np.ndarray, sigma: float) -> None:
+def check_weight_precision(sum_of_squares: float, S: np.ndarray, sigma: float) -> None:
     """ΨᵀΨ/σ² (Ψ = Φ·chol(Σ), the data's precision on the whitened weights) must be representable in float64.
 
-    ‖Φ‖²_F · λmax(Σ) / σ² bounds its largest eigenvalue (λmax(Σ) ≤ max Σ for a scalar or diagonal Σ,
+    ‖Φ‖²_F (`sum_of_squares`) · λmax(Σ) / σ² bounds its largest eigenvalue (λmax(Σ) ≤ max Σ for a scalar or diagonal Σ,
     ≤ tr Σ for a matrix); a bound that overflows means a σ too small, or features or a prior_cov too
     large, for the weight-space factorisation B = I + ΨᵀΨ/σ².
     """
     S = np.asarray(S)
     largest = float(np.max(S)) if S.ndim < 2 else float(np.trace(S))
     with np.errstate(over="ignore"):
-        bound = float(np.sum(Phi * Phi)) * largest / sigma**2
+        bound = float(sum_of_squares) * largest / sigma**2
     if not np.isfinite(bound):
         raise ValueError(
             f"sigma = {sigma:.3g} is too small for these features and prior_cov: ΨᵀΨ/sigma² (Ψ = Φ·chol(prior_cov)) "

@@ -86,7 +86,7 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
         name, pt.as_tensor_variable(Phi), S_t, sigma, dist=generate, logp=logp,
         signature=f"(n,m),{core},()->(n)", observed=t, **kwargs,
     )
-    return attach(obs, BLRLikelihood(X, t, sigma, features, S, Phi))
+    return attach(obs, BLRLikelihood(X, t, sigma, features, S, DesignRows(features, X, t, Phi)))
 
 
 def _feature_kernel(features, prior_cov):
@@ -100,8 +100,8 @@ def _feature_kernel(features, prior_cov):
 class BLRLikelihood(Likelihood):
     """The record of t ~ N(0, ΦΣΦᵀ + σ²I) in a PyMC model: data, σ, the feature map and Σ (σ, Σ may be symbolic).
 
-    `Phi`: Φ(X), computed once when the model is built (the features hold no hyperparameters), so
-    conditioning at each MCMC draw does not evaluate the feature map again.
+    `rows`: Φ(X) and its statistics ΦᵀΦ, Φᵀt, computed once when the model is built (the features hold
+    no hyperparameters), so conditioning at each MCMC draw does not evaluate the feature map again.
     """
 
     X: np.ndarray
@@ -109,13 +109,13 @@ class BLRLikelihood(Likelihood):
     sigma: object
     features: object
     prior_cov: object
-    Phi: np.ndarray = field(repr=False)
+    rows: "DesignRows" = field(repr=False)
 
     def hyperparameters(self) -> list:
         return [self.sigma, self.prior_cov]
 
     def with_values(self, value) -> "BLRLikelihood":
-        return BLRLikelihood(self.X, self.y, float(value(self.sigma)), self.features, value(self.prior_cov), self.Phi)
+        return BLRLikelihood(self.X, self.y, float(value(self.sigma)), self.features, value(self.prior_cov), self.rows)
 
     def gram_kernel(self):
         return _feature_kernel(self.features, self.prior_cov)
@@ -127,7 +127,7 @@ class BLRLikelihood(Likelihood):
         check_prior_cov(self.prior_cov, n_features(self.features, X.shape[1]))
 
     def condition(self) -> "WeightSpaceBLR":
-        return _condition_on(self.features, self.X, self.y, float(self.sigma), self.prior_cov, self.Phi)
+        return _condition_on(self.features, self.X, self.y, float(self.sigma), self.prior_cov, self.rows)
 
 
 #: inputs farther from 0 than this many standard deviations sit "far from zero" (`offset_ratio`)
@@ -171,8 +171,8 @@ def _warn_if_far_from_zero(features, X: np.ndarray, Phi: np.ndarray) -> None:
 _NEGLIGIBLE_NOISE = 1e-6
 
 
-def _factor_precision(Psi: np.ndarray, sigma: float, features, X: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
-    """L_B with B = I + ΨᵀΨ/(σ² + δ) = L_B L_Bᵀ, and the jitter δ added to C = ΨΨᵀ + σ²I's diagonal (0.0 if none).
+def _factor_precision(gram: np.ndarray, sigma: float, features, X: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
+    """L_B with B = I + ΨᵀΨ/(σ² + δ) = L_B L_Bᵀ (`gram` = ΨᵀΨ), and the jitter δ added to C = ΨΨᵀ + σ²I's diagonal (0.0 if none).
 
     The package's rule (`_linalg`): B's eigenvalues are ≥ 1 in exact arithmetic, so a factorisation
     that fails or is singular to round-off means that rounding lost it. Far from zero (X's offset), that
@@ -182,14 +182,13 @@ def _factor_precision(Psi: np.ndarray, sigma: float, features, X: np.ndarray, t:
     only while δ ≤ _NEGLIGIBLE_NOISE·mean(t²) — beyond that the features themselves are ill-conditioned
     (e.g. high powers of x ∈ [0, 1000]) and jitter would change the model: the ValueError.
     """
-    gram = Psi.T @ Psi  # ΨᵀΨ, formed once
     LB = exact_cholesky(np.eye(len(gram)) + gram / sigma**2)
     if LB is not None:
         return LB, 0.0
     if offset_ratio(X) <= _FAR_FROM_ZERO:
         negligible = _NEGLIGIBLE_NOISE * float(np.mean(t**2))  # jitter is noise: only while the data cannot tell
         with_noise = lambda j: exact_cholesky(np.eye(len(gram)) + gram / (sigma**2 + j)) if j <= negligible else None  # noqa: E731
-        LB, jitter = escalate_jitter(with_noise, jitter_scale(np.sum(Psi**2, axis=1) + sigma**2))  # diag C = φᵀΣφ + σ²
+        LB, jitter = escalate_jitter(with_noise, jitter_scale(np.trace(gram) / len(t) + sigma**2))  # mean diag C = tr(ΨᵀΨ)/n + σ²
         if LB is not None:
             announce_jitter("Phi Sigma Phi^T + sigma^2 I", jitter)
             return LB, jitter
@@ -212,28 +211,61 @@ class BLRPosterior(Posterior):
     weights_cov: np.ndarray
 
 
+#: Φ is produced in row blocks of at most this many entries (32 MB) when it is not held whole, so memory
+#: stays O(M² + block) however many data points there are
+BLOCK_ENTRIES = 2**22
+
+
+class DesignRows:
+    """Φ = φ(X) of the training inputs, by row blocks, with ΦᵀΦ and Φᵀt accumulated once.
+
+    `Phi`: Φ held whole (then it is the only block); None streams it: each block is computed from the
+    feature map when needed, ⌊BLOCK_ENTRIES / M⌋ rows at a time, and never kept.
+    """
+
+    def __init__(self, features, X: np.ndarray, t: np.ndarray, Phi: np.ndarray | None = None, M: int | None = None):
+        self.features, self.X, self.Phi = features, X, Phi
+        self.M = Phi.shape[1] if Phi is not None else M
+        gram, proj = np.zeros((self.M, self.M)), np.zeros(self.M)
+        for rows, block in self.blocks():
+            gram += block.T @ block  # ΦᵀΦ = Σ_b Φ_bᵀΦ_b
+            proj += block.T @ t[rows]  # Φᵀt = Σ_b Φ_bᵀt_b
+        self.gram, self.proj = gram, proj
+
+    def blocks(self):
+        """(rows, Φ[rows]) pairs covering every training point in order."""
+        if self.Phi is not None:
+            yield slice(0, len(self.Phi)), self.Phi
+            return
+        step = max(1, BLOCK_ENTRIES // self.M)
+        for i in range(0, len(self.X), step):
+            yield slice(i, i + step), design_matrix(self.features, self.X[i : i + step])
+
+
 class WeightSpaceBLR(Conditioned):
     """The weight-space solver: B = I + ΨᵀΨ/σ² (M × M, Ψ = ΦL, Σ = LLᵀ) factorised once; no n × n matrix anywhere.
 
     `weights_mean`: m_N = σ⁻² S_N Φᵀt. `weights_cov`: S_N = (Σ⁻¹ + σ⁻²ΦᵀΦ)⁻¹ (PRML 3.53–3.54). B's
     eigenvalues are ≥ 1, so `jitter` is 0.0 unless σ is so small that C = ΦΣΦᵀ + σ²I is singular to round-off
-    (then it was added to C's diagonal, as for a kernel). Costs O(nM²) once, O(mM²) per prediction.
+    (then it was added to C's diagonal, as for a kernel). Costs O(M³) from the statistics ΦᵀΦ, Φᵀt of
+    `rows` (`DesignRows`), one pass over Φ's rows for the residual, O(mM²) per prediction.
     """
 
-    def __init__(self, features, X: np.ndarray, t: np.ndarray, sigma: float, S: np.ndarray, Phi: np.ndarray):
-        self.features, self.X, self.targets, self.sigma, self.prior_cov = features, X, t, sigma, S
-        check_weight_precision(Phi, S, sigma)
-        n, M = Phi.shape
+    def __init__(self, features, X: np.ndarray, t: np.ndarray, sigma: float, S: np.ndarray, rows: DesignRows):
+        self.features, self.X, self.targets, self.sigma, self.prior_cov, self._rows = features, X, t, sigma, S, rows
+        check_weight_precision(np.trace(rows.gram), S, sigma)
+        n, M = len(t), rows.M
         self._prior_chol = L = _prior_factor(S, M, np)  # Σ = L Lᵀ
-        self._Psi = Psi = Phi @ L  # Ψ = Φ L
-        self._LB, self.jitter = LB, jitter = _factor_precision(Psi, sigma, features, X, t)  # B = I + ΨᵀΨ/s² = L_B L_Bᵀ
+        gram = L.T @ rows.gram @ L  # ΨᵀΨ = Lᵀ(ΦᵀΦ)L
+        self._LB, self.jitter = LB, jitter = _factor_precision(gram, sigma, features, X, t)  # B = I + ΨᵀΨ/s² = L_B L_Bᵀ
         self._noise_var = s2 = sigma**2 + jitter  # s² = σ² (+ jitter, C's diagonal as factorised)
         self._G = G = solve_lower(LB, L.T)  # S_N = L B⁻¹ Lᵀ = GᵀG
         self.weights_cov = G.T @ G
-        self._v = v = cho_solve(LB, Psi.T @ t) / s2  # v = B⁻¹Ψᵀt/s² = L⁻¹m_N
+        self._v = v = cho_solve(LB, L.T @ rows.proj) / s2  # v = B⁻¹Ψᵀt/s² = L⁻¹m_N
         self.weights_mean = L @ v  # m_N = s⁻² S_N Φᵀ t   (PRML 3.53)
+        residual = sum(np.sum((t[r] - block @ self.weights_mean) ** 2) for r, block in rows.blocks())  # ‖t − Φm_N‖²
         # log p(t) = −½[‖t − Φm_N‖²/s² + m_NᵀΣ⁻¹m_N] − n log s − ½ log|B| − n/2 log 2π
-        quad = np.sum((t - Psi @ v) ** 2) / s2 + v @ v
+        quad = residual / s2 + v @ v
         self.log_marginal_likelihood = float(-0.5 * quad - 0.5 * n * np.log(s2) - np.sum(np.log(np.diag(LB))) - 0.5 * n * LOG_2PI)
 
     @property
@@ -249,10 +281,13 @@ class WeightSpaceBLR(Conditioned):
 
     def _loo(self):
         """Leave-one-out through Woodbury, O(nM²): C⁻¹ = σ⁻²(I − ΨB⁻¹Ψᵀ/σ²), only its diagonal formed."""
-        s2 = self._noise_var
-        W = solve_lower(self._LB, self._Psi.T)  # ψᵢᵀB⁻¹ψᵢ = ‖L_B⁻¹ψᵢ‖²
-        d = (1.0 - np.sum(W**2, axis=0) / s2) / s2  # [C⁻¹]ᵢᵢ
-        r = (self.targets - self._Psi @ self._v) / s2  # C⁻¹t = σ⁻²(t − Ψv)
+        s2, parts = self._noise_var, []
+        for rows, block in self._rows.blocks():
+            W = solve_lower(self._LB, (block @ self._prior_chol).T)  # ψᵢᵀB⁻¹ψᵢ = ‖L_B⁻¹ψᵢ‖², ψᵢ = Lᵀφᵢ
+            d = (1.0 - np.sum(W**2, axis=0) / s2) / s2  # [C⁻¹]ᵢᵢ
+            r = (self.targets[rows] - block @ self.weights_mean) / s2  # C⁻¹t = σ⁻²(t − Φm_N)
+            parts.append((d, r))
+        d, r = (np.concatenate(p) for p in zip(*parts))
         # μᵢ = tᵢ − [C⁻¹t]ᵢ/[C⁻¹]ᵢᵢ, σᵢ² = 1/[C⁻¹]ᵢᵢ (R&W 5.12), log N(tᵢ | μᵢ, σᵢ²) (R&W 5.10)
         return self.targets - r / d, 1.0 / d, -0.5 * LOG_2PI + 0.5 * np.log(d) - 0.5 * r**2 / d
 
@@ -288,15 +323,15 @@ def condition(features, X, y, sigma, prior_cov) -> WeightSpaceBLR:
     X = as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
     sigma = float(check_sigma(sigma, allow_zero=False))
-    return _condition_on(features, X, t, sigma, prior_cov, design_matrix(features, X, "features"))
+    return _condition_on(features, X, t, sigma, prior_cov, DesignRows(features, X, t, design_matrix(features, X, "features")))
 
 
-def _condition_on(features, X, t, sigma: float, prior_cov, Phi) -> WeightSpaceBLR:
-    """The weight-space solver on checked data and a computed Φ(X); Σ is checked against Φ's columns here."""
-    S = check_prior_cov(prior_cov, Phi.shape[1])
+def _condition_on(features, X, t, sigma: float, prior_cov, rows: "DesignRows") -> WeightSpaceBLR:
+    """The weight-space solver on checked data and the rows of Φ(X); Σ is checked against Φ's columns here."""
+    S = check_prior_cov(prior_cov, rows.M)
     if is_symbolic(S):
         raise ValueError("prior_cov must be numeric here; random variables belong in likelihood()")
-    return WeightSpaceBLR(features, X, t, sigma, S, Phi)
+    return WeightSpaceBLR(features, X, t, sigma, S, rows)
 
 
 @numerical_failure(_NUMERICAL_FAILURE)
