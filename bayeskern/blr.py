@@ -13,7 +13,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.linalg
 
-from bayeskern._linalg import EPS, LOG_2PI, announce_jitter, cho_solve, escalate_jitter, exact_cholesky, jitter_scale, solve_lower
+from bayeskern._linalg import EPS, LOG_2PI, TINY, announce_jitter, cho_solve, escalate_jitter, exact_cholesky, jitter_scale, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
     as_inputs, as_targets, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure,
@@ -45,6 +45,22 @@ def _log_evidence_symbolic(t, Phi, S, sigma):
     # tᵀC⁻¹t = ‖t − Φm_N‖²/σ² + m_NᵀΣ⁻¹m_N   (PRML 3.82, 3.86 with a general Σ)
     quad = pt.sum((t - pt.dot(Psi, v)) ** 2) / sigma**2 + pt.sum(v**2)
     # log|C| = 2n log σ + log|B|
+    return -0.5 * quad - n * pt.log(sigma) - pt.sum(pt.log(pt.diagonal(LB))) - 0.5 * n * LOG_2PI
+
+
+def log_evidence_from_statistics(gram, proj, tt: float, n: int, variances, sigma):
+    """log N(t | 0, ΦVΦᵀ + σ²I) for V = diag(v) from ΦᵀΦ (`gram`), Φᵀt (`proj`) and tᵀt (`tt`) alone: O(M³), no pass over the data.
+
+    With D = √V, Ψ = ΦD and B = I + ΨᵀΨ/σ² = L_B L_Bᵀ (eigenvalues ≥ 1, never jittered):
+    tᵀC⁻¹t = (tᵀt − ‖L_B⁻¹Ψᵀt‖²/σ²)/σ² and log|C| = 2n log σ + 2 Σ log (L_B)ᵢᵢ (Woodbury, the
+    determinant lemma). v is floored at the smallest normal float before √, so that a spectral density
+    underflowing to 0 keeps a finite gradient (its features then weigh 1e-154: nothing).
+    """
+    D = pt.sqrt(pt.maximum(variances, TINY))
+    s2 = pt.square(sigma)
+    LB = pt.linalg.cholesky(pt.eye(gram.shape[0]) + D[:, None] * gram * D[None, :] / s2)  # B = I + DΦᵀΦD/σ²
+    u = pt.linalg.solve_triangular(LB, D * proj, lower=True)  # u = L_B⁻¹Ψᵀt
+    quad = (tt - pt.sum(pt.square(u)) / s2) / s2  # tᵀC⁻¹t
     return -0.5 * quad - n * pt.log(sigma) - pt.sum(pt.log(pt.diagonal(LB))) - 0.5 * n * LOG_2PI
 
 

@@ -16,6 +16,7 @@ from bayeskern._results import Posterior
 from bayeskern._validation import (
     as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, offset_ratio,
 )
+from bayeskern.approx import check_approx
 from bayeskern.conditioned import Conditioned
 from bayeskern.kernels import Kernel
 from bayeskern.likelihood import Likelihood, attach
@@ -23,7 +24,7 @@ from bayeskern.likelihood import Likelihood, attach
 __all__ = ["ExactGP", "GPLikelihood", "GPPosterior", "condition", "marginal_likelihood", "posterior", "prior_samples"]
 
 
-def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, **kwargs):
+def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, approx=None, **kwargs):
     """Add the observed marginal Gaussian y ~ N(0, K + σ²I) to the current PyMC model.
 
     `X`: inputs (n, d). `y`: observations t (n,). `kernel`: k, whose hyperparameters may be PyMC
@@ -31,8 +32,11 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, **kwargs):
     The log density is exact (Cholesky of C = K + σ²I, no jitter; −inf where C is not numerically
     positive definite) and its gradient is ½ tr((ααᵀ − C⁻¹) ∂C/∂θ), α = C⁻¹t (R&W 5.9).
     Extra keyword arguments (e.g. `dims`) go to `pm.CustomDist`. Returns the observed variable,
-    which `bayeskern.fit` recognises as a marginal Gaussian likelihood.
+    which `bayeskern.fit` recognises as a marginal Gaussian likelihood. `approx`: None for the exact
+    GP, or an approximation of `bayeskern.approx` (`HSGP(m, c)`) whose likelihood is used instead.
     """
+    if approx is not None:
+        return check_approx(approx).marginal_likelihood(name, X, y, kernel, sigma, **kwargs)
     name, X = check_name(name), as_inputs(X, "X")
     y = as_targets(y, X.shape[0], "y")
     kernel, sigma = check_kernel(kernel), check_sigma(sigma, allow_zero=False)
@@ -249,18 +253,21 @@ _NUMERICAL_FAILURE = (
 
 
 @numerical_failure(_NUMERICAL_FAILURE)
-def condition(kernel: Kernel, X, y, sigma) -> ExactGP:
+def condition(kernel: Kernel, X, y, sigma, approx=None) -> Conditioned:
     """A zero-mean GP with kernel k conditioned on t = f(X) + ε, ε ~ N(0, σ²I): C = K + σ²I factorised once.
 
     `sigma`: σ ≥ 0; σ = 0 is noise-free interpolation. Jitter is added only if the factorisation fails
     (a RuntimeWarning; `.jitter` says how much). Returns an `ExactGP` with `.log_marginal_likelihood`,
     `.jitter`, `.loo_log_predictive`, `.predict(Xnew, include_noise=False, full_cov=False)` and
-    `.sample(Xnew, n, seed)`: predictions reuse the factorisation.
+    `.sample(Xnew, n, seed)`: predictions reuse the factorisation. `approx`: an approximation of
+    `bayeskern.approx` (`HSGP(m, c)`; then σ > 0) conditioned instead, behind the same interface.
     """
     X = as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
-    kernel, sigma = check_kernel(kernel), float(check_sigma(sigma, allow_zero=True))
-    return ExactGP(kernel, X, t, sigma)
+    kernel = check_kernel(kernel)
+    if approx is not None:
+        return check_approx(approx).condition(kernel, X, t, float(check_sigma(sigma, allow_zero=False)))
+    return ExactGP(kernel, X, t, float(check_sigma(sigma, allow_zero=True)))
 
 
 @numerical_failure(_NUMERICAL_FAILURE)

@@ -1,4 +1,5 @@
-"""How well finite feature maps reproduce a kernel: Gram-matrix errors, and random Fourier features against D."""
+"""How well approximations reproduce the exact: feature maps against a kernel (Gram errors, random Fourier features
+against D), and an approximate GP (`bayeskern.approx`) against the exact GP on the user's own data."""
 
 from dataclasses import dataclass
 
@@ -7,10 +8,11 @@ import numpy as np
 from bayeskern import blr, gp
 from bayeskern._json import record_dict
 from bayeskern._validation import as_inputs, as_targets, check_integer, check_kernel, check_number, check_seed, check_sigma, same_columns
+from bayeskern.approx import check_approx
 from bayeskern.features import RandomFourier, design_matrix
 from bayeskern.kernels import RBF, Kernel
 
-__all__ = ["FeatureError", "RFFConvergence", "feature_error", "rff_convergence"]
+__all__ = ["ApproximationError", "FeatureError", "RFFConvergence", "approximation_error", "feature_error", "rff_convergence"]
 
 
 @dataclass(frozen=True)
@@ -98,3 +100,56 @@ def rff_convergence(
     slopes = slope(kernel_error), slope(mean_error)
     passed = all(abs(v + 0.5) <= slope_tolerance for v in slopes)
     return RFFConvergence(Ds, kernel_error, mean_error, *slopes, passed, slope_tolerance)
+
+
+@dataclass(frozen=True)
+class ApproximationError:
+    """An approximate GP against the exact GP, both conditioned on the same `n_points` data at the same hyperparameters.
+
+    `mean_error`: max |m̃(x) − m(x)| / sd(y) over the prediction points. `var_error`: max |ṽ(x)/v(x) − 1|
+    of the predictive variance of a new observation (f plus σ², so that it is bounded away from 0).
+    `lml_error`: |log p̃(t) − log p(t)| / n_points, per data point. `passed`: each within its tolerance
+    (`mean_tol`, `var_tol`, `lml_tol`). `approx`: what was audited, as text.
+    """
+
+    mean_error: float
+    var_error: float
+    lml_error: float
+    n_points: int
+    n_predict: int
+    passed: bool
+    mean_tol: float
+    var_tol: float
+    lml_tol: float
+    approx: str
+
+    def to_dict(self) -> dict:
+        return record_dict(self)
+
+
+def approximation_error(
+    kernel: Kernel, approx, X, y, sigma, Xnew=None, subsample: int = 2000, seed=0,
+    mean_tol: float = 1e-2, var_tol: float = 0.05, lml_tol: float = 1e-3,
+) -> ApproximationError:
+    """How far `approx` (e.g. `bayeskern.approx.HSGP(m=120, c=1.5)`) is from the exact GP with `kernel` on this data.
+
+    Both GPs are conditioned on a random subsample of `subsample` points (all of them when n ≤ subsample;
+    the approximation keeps the box it has on all of X) and compared there and at `Xnew` (the subsample's
+    inputs if not given): the exact side costs O(subsample³). Hyperparameters are numbers, e.g. an EB fit's.
+    """
+    X, kernel, approx = as_inputs(X, "X"), check_kernel(kernel), check_approx(approx)
+    y = as_targets(y, X.shape[0], "y")
+    sigma = float(check_sigma(sigma, allow_zero=False))
+    subsample = check_integer(subsample, "subsample", 2)
+    tolerances = [float(check_number(v, name, positive=True, scalar=True)) for v, name in ((mean_tol, "mean_tol"), (var_tol, "var_tol"), (lml_tol, "lml_tol"))]
+    rows = np.sort(np.random.default_rng(check_seed(seed)).choice(len(X), subsample, replace=False)) if len(X) > subsample else np.arange(len(X))
+    Xs, ys = X[rows], y[rows]
+    Xnew = Xs if Xnew is None else as_inputs(Xnew, "Xnew")
+    same_columns(X, Xnew, "X", "Xnew")
+    exact, approximate = gp.condition(kernel, Xs, ys, sigma), approx.condition(kernel, Xs, ys, sigma, box_of=X)
+    e, a = exact.predict(Xnew, include_noise=True), approximate.predict(Xnew, include_noise=True)
+    mean_error = float(np.max(np.abs(a.mean - e.mean)) / np.std(y))
+    var_error = float(np.max(np.abs(a.var / e.var - 1.0)))
+    lml_error = abs(approximate.log_marginal_likelihood - exact.log_marginal_likelihood) / len(rows)
+    passed = all(v <= tol for v, tol in zip((mean_error, var_error, lml_error), tolerances))
+    return ApproximationError(mean_error, var_error, lml_error, len(rows), len(Xnew), passed, *tolerances, repr(approx))

@@ -1,0 +1,318 @@
+"""The Hilbert-space GP (Solin & Särkkä 2020): a stationary kernel as fixed Laplacian eigenfunctions with spectral-density variances.
+
+On the box c ± L the kernel is k(x, x′) ≈ Σⱼ S_θ(√λⱼ) φⱼ(x) φⱼ(x′), with φⱼ, λⱼ the Dirichlet
+eigenfunctions and eigenvalues of the Laplacian (PyMC's `calc_eigenvectors`, `calc_eigenvalues`) and S_θ
+the kernel's spectral density (PyMC's `power_spectral_density`). Only the prior variances depend on θ,
+so the GP is a Bayesian linear regression on a basis computed once: t ~ N(0, ΦVΦᵀ + σ²I), V = diag(v_θ).
+Constant and linear parts of a sum stay exact, as the extra features 1 and x.
+"""
+
+import warnings
+from dataclasses import dataclass, field
+from functools import singledispatch
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from pymc.gp.hsgp_approx import approx_hsgp_hyperparams, calc_eigenvalues, calc_eigenvectors
+
+from bayeskern._parameterised import bind_given
+from bayeskern._validation import as_inputs, as_targets, check_kernel, check_name, check_number, check_sigma, is_symbolic
+from bayeskern.blr import DesignRows, WeightSpaceBLR, log_evidence_from_statistics
+from bayeskern.features import FeatureMap
+from bayeskern.kernels import RBF, Constant, FeatureKernel, Kernel, Linear, Matern32, Matern52, Scaled, Sum
+from bayeskern.likelihood import Likelihood, attach
+
+__all__ = ["HSGP", "HSGPLikelihood", "HilbertBasis"]
+
+#: the kernels HSGP approximates by their spectral density, with PyMC's constants (a₁, a₂) of
+#: `approx_hsgp_hyperparams`: c ≥ a₁ℓ/S, m ≥ a₂c/(ℓ/S) (Riutort-Mayol et al. 2023, 1-D rules)
+_RULES = {RBF: "expquad", Matern52: "matern52", Matern32: "matern32"}
+#: c when neither c nor L is given and the length scales allow it: PyMC's floor of the rule
+C_MIN = 1.2
+#: basis functions per input dimension chosen automatically are capped here (the cost is O(M³) per
+#: evaluation with M = m^d): 1-D, 2-D, 3-D
+M_MAX = {1: 600, 2: 40, 3: 14}
+#: the length-scale range of a random-variable length scale: these quantiles of its prior
+PRIOR_QUANTILES = (0.01, 0.99)
+#: prior draws for those quantiles
+PRIOR_DRAWS = 2000
+
+
+class HilbertBasis(FeatureMap):
+    """φ(x) = [Πₖ sin(√λⱼₖ (xₖ − cₖ + Lₖ))/√Lₖ]ⱼ ⊕ [1] ⊕ [x]: the Dirichlet eigenfunctions on c ± L, then the exact parts.
+
+    `center` c and `L` (one per input column), `m` functions per column (a tensor product of Πm),
+    `constant`/`linear`: whether the features 1 and x follow. Inputs outside c ± L get a warning:
+    the eigenfunctions vanish at ±L and reflect beyond, so they are no GP there.
+    """
+
+    def __init__(self, center, L, m: tuple, constant: bool = False, linear: bool = False):
+        self.m, self.constant, self.linear = tuple(int(k) for k in m), bool(constant), bool(linear)
+        super().__init__(center=np.asarray(center, dtype=np.float64), L=np.asarray(L, dtype=np.float64))
+
+    def _config(self):
+        return (self.m, self.constant, self.linear)
+
+    def n_features(self, d: int) -> int:
+        return int(np.prod(self.m)) + self.constant + self.linear * d
+
+    def _check_input_dim(self, d: int) -> None:
+        if d != len(self.m):
+            raise ValueError(f"the HSGP basis was built for {len(self.m)} input column(s) but X has {d}")
+
+    @property
+    def frequencies(self) -> np.ndarray:
+        """ω = √λ (Πm, d): the frequencies at which the spectral densities weigh the eigenfunctions."""
+        return np.sqrt(calc_eigenvalues(self.parameters()["L"], self.m))
+
+    def _symbolic(self, X, p):
+        eigenvalues = calc_eigenvalues(p["L"], self.m)  # λⱼ = (πj / 2L)²
+        parts = [calc_eigenvectors(X - p["center"], p["L"], eigenvalues, self.m)]
+        if self.constant:
+            parts.append(pt.ones((X.shape[0], 1), dtype="float64"))
+        if self.linear:
+            parts.append(X)
+        return pt.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+
+    def __call__(self, X) -> np.ndarray:
+        X = as_inputs(X, "X")
+        p = self.parameters()
+        reach = np.max(np.abs(X - p["center"]), axis=0, initial=0.0)
+        if np.any(reach > p["L"] * (1 + 1e-12)):
+            k = int(np.argmax(reach / p["L"]))
+            warnings.warn(
+                f"inputs reach {reach[k]:.4g} from the HSGP box's centre {p['center'][k]:.4g} in column {k}, beyond its "
+                f"half-width L = {p['L'][k]:.4g}: the Hilbert-space basis does not extend there (its functions vanish "
+                "at ±L and reflect beyond), so predictions there are not the GP's; refit with a larger c or L",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return super().__call__(X)
+
+    def _repr_args(self):
+        p = self.parameters()
+        return {"m": self.m, "center": np.round(p["center"], 6).tolist(), "L": np.round(p["L"], 6).tolist()}
+
+
+def _not_approximable(kernel: Kernel) -> ValueError:
+    return ValueError(
+        f"HSGP cannot approximate the kernel {kernel!r}: it needs a stationary kernel with a spectral density "
+        "(RBF with scalar or ARD length scales, Matern32, Matern52), scaled and summed, where Constant and Linear "
+        "parts stay exact; periodic, rational-quadratic, non-stationary kernels and products have no such basis. "
+        "Use approx=bayeskern.approx.VFE(...) (inducing points, any PSD kernel) or the exact GP (approx=None)"
+    )
+
+
+@singledispatch
+def _variances(kernel: Kernel, omega, bind) -> dict:
+    """{"basis": S(ω) over the eigenfunctions, "constant": c, "linear": (d,)} — the prior variances of each feature group."""
+    raise _not_approximable(kernel)
+
+
+def _merge(parts: list) -> dict:
+    out = {}
+    for part in parts:
+        for key, v in part.items():
+            out[key] = out[key] + v if key in out else v  # Σ of kernels on one feature group: variances add
+    return out
+
+
+@_variances.register
+def _(kernel: Sum, omega, bind):
+    return _merge([_variances(k, omega, bind) for k in kernel.children])
+
+
+@_variances.register
+def _(kernel: Scaled, omega, bind):
+    scale = bind(kernel)["scale"]
+    return {key: scale * v for key, v in _variances(kernel.children[0], omega, bind).items()}  # s·k ↦ s·v
+
+
+def _spectral(kernel, omega, bind):
+    return {"basis": kernel._pymc(omega.type.shape[1], bind(kernel)).power_spectral_density(omega)}  # S_θ(√λⱼ)
+
+
+for _cls in _RULES:
+    _variances.register(_cls, _spectral)
+
+
+@_variances.register
+def _(kernel: Constant, omega, bind):
+    return {"constant": pt.reshape(bind(kernel)["c"], (1,))}  # k = c: feature 1, variance c
+
+
+@_variances.register
+def _(kernel: Linear, omega, bind):
+    return {"linear": pt.ones((omega.type.shape[1],), dtype="float64")}  # k = xᵀx′: features x, variances 1
+
+
+_ORDER = ("basis", "constant", "linear")
+
+
+def _variance_vector(kernel: Kernel, omega, bind):
+    parts = _variances(kernel, omega, bind)
+    return pt.concatenate([pt.broadcast_to(parts[k], (omega.shape[0],)) if k == "basis" else parts[k] for k in _ORDER if k in parts])
+
+
+def _stationary_parts(kernel: Kernel) -> list:
+    return [node for node in kernel.walk() if type(node) in _RULES]
+
+
+def _lengthscale_range(kernel: Kernel) -> tuple[float, float, str]:
+    """(ℓmin, ℓmax, rule) over the stationary parts: numbers as given, random variables by their prior's quantiles."""
+    low, high, rules = [], [], []
+    for node in _stationary_parts(kernel):
+        ell = node.hyperparameters["lengthscale"]
+        values = np.asarray(pm.draw(ell, draws=PRIOR_DRAWS, random_seed=0)) if is_symbolic(ell) else np.asarray(ell)
+        low.append(np.quantile(values, PRIOR_QUANTILES[0]) if is_symbolic(ell) else np.min(values))
+        high.append(np.quantile(values, PRIOR_QUANTILES[1]) if is_symbolic(ell) else np.max(values))
+        rules.append(_RULES[type(node)])
+    # the roughest rule (largest a₂) decides m: Matérn 3/2 before 5/2 before the RBF
+    rule = max(rules, key=["expquad", "matern52", "matern32"].index)
+    return float(min(low)), float(max(high)), rule
+
+
+def _check_m(m, d: int) -> tuple | None:
+    if m is None:
+        return None
+    ms = (m,) * d if np.ndim(m) == 0 else tuple(m)
+    if len(ms) != d or any(isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1 for k in ms):
+        raise ValueError(f"m must be a positive integer or one positive integer per input column ({d}), got {m!r}")
+    return tuple(int(k) for k in ms)
+
+
+@dataclass(frozen=True)
+class HSGP:
+    """The Hilbert-space approximation, for `approx=` of `bayeskern.gp.marginal_likelihood` and `bayeskern.gp.condition`.
+
+    `m`: eigenfunctions per input column (an int, or one per column; Πm in all). `c`: the box's half-width
+    as a multiple of the data's half-range S (L = c·S around the data's midpoint), c > 1. `L`: the half-width
+    itself (instead of c). Left out, m and c follow PyMC's `approx_hsgp_hyperparams` rules from S and the
+    length scales (a random variable's by its prior's 1 %–99 % quantiles): c = max(a₁ℓmax/S, 1.2),
+    m = a₂c·S/ℓmin, m capped at `M_MAX`. 1–3 input columns.
+    """
+
+    m: object = None
+    c: float | None = None
+    L: object = None
+
+    def __post_init__(self):
+        if self.m is not None:
+            _check_m(self.m, 1 if np.ndim(self.m) == 0 else len(self.m))
+        if self.c is not None and self.L is not None:
+            raise ValueError("give c or L, not both: L = c·S fixes the box either way")
+        if self.c is not None and not (float(check_number(self.c, "c", positive=True, scalar=True)) > 1.0):
+            raise ValueError(f"c must be > 1 (the box c·S must contain the data with room to spare), got {self.c!r}")
+        if self.L is not None:
+            check_number(self.L, "L", positive=True)
+
+    def basis(self, kernel: Kernel, X: np.ndarray) -> HilbertBasis:
+        """The basis for `kernel` on inputs X: the box from X's range and c (or L), m given or chosen."""
+        kernel, d = check_kernel(kernel), X.shape[1]
+        if d > 3:
+            raise ValueError(
+                f"HSGP needs 1–3 input dimensions (a tensor-product basis of Πm functions), but X has {d} columns: "
+                "use approx=bayeskern.approx.VFE(...) (inducing points) for more"
+            )
+        groups = _variances(kernel, pt.tensor(shape=(None, d), dtype="float64"), bind_given)  # the ValueError, if any
+        center = (X.max(axis=0) + X.min(axis=0)) / 2.0
+        S = (X.max(axis=0) - X.min(axis=0)) / 2.0  # the data's half-range
+        if np.any(S <= 0) and self.L is None:
+            raise ValueError("HSGP needs inputs that vary in every column (X's range is 0 in some column); give L")
+        m, c = _check_m(self.m, d), self.c
+        if "basis" in groups and (m is None or (c is None and self.L is None)):
+            m, c = _automatic(kernel, S, m, c, d)
+        L = np.broadcast_to(np.asarray(self.L, dtype=np.float64), (d,)) if self.L is not None else (c or C_MIN) * S
+        return HilbertBasis(center, L, m if "basis" in groups else (1,) * d, "constant" in groups, "linear" in groups)
+
+    def marginal_likelihood(self, name: str, X, y, kernel: Kernel, sigma, **kwargs):
+        """Add the collapsed HSGP likelihood t ~ N(0, ΦVΦᵀ + σ²I) to the current PyMC model (see `bayeskern.gp.marginal_likelihood`)."""
+        name, X = check_name(name), as_inputs(X, "X")
+        t = as_targets(y, X.shape[0], "y")
+        kernel, sigma = check_kernel(kernel), check_sigma(sigma, allow_zero=False)
+        basis = self.basis(kernel, X)
+        rows = DesignRows(basis, X, t, M=basis.n_features(X.shape[1]))
+        omega = pt.as_tensor_variable(basis.frequencies)
+        variances = _variance_vector(kernel, omega, bind_given)
+        record = HSGPLikelihood(X, t, sigma, kernel, basis, rows)
+        gram, proj = pytensor.shared(rows.gram, name=f"{name}_gram"), pytensor.shared(rows.proj, name=f"{name}_proj")
+        y_data = pytensor.shared(t, name=f"{name}_y", shape=(None,))
+
+        def generate(v, sigma, size):
+            Phi = basis.symbolic(pt.as_tensor_variable(X))  # formed only when prior draws are asked for
+            z = pm.Normal.dist(0.0, 1.0, shape=(Phi.shape[1],))
+            return pt.dot(Phi, pt.sqrt(v) * z) + pm.Normal.dist(0.0, sigma, shape=(Phi.shape[0],))  # Φw + ε, w ~ N(0, V)
+
+        def logp(value, v, sigma):
+            if value is not y_data:
+                raise ValueError("the collapsed HSGP likelihood holds the statistics ΦᵀΦ, Φᵀt of its observed y only")
+            return log_evidence_from_statistics(gram, proj, float(t @ t), len(t), v, sigma)
+
+        obs = pm.CustomDist(name, variances, sigma, dist=generate, logp=logp, signature="(m),()->(n)", observed=y_data, **kwargs)
+        return attach(obs, record)
+
+    def condition(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma: float, box_of: np.ndarray | None = None) -> WeightSpaceBLR:
+        """The weight-space solver of the HSGP at numeric hyperparameters (see `bayeskern.gp.condition`).
+
+        `box_of`: the inputs whose range sets the box and m (X if None) — all the data, when X is a subsample.
+        """
+        basis = self.basis(kernel, X if box_of is None else box_of)
+        return HSGPLikelihood(X, t, sigma, kernel, basis, DesignRows(basis, X, t, M=basis.n_features(X.shape[1]))).condition()
+
+
+def _automatic(kernel: Kernel, S: np.ndarray, m, c, d: int) -> tuple[tuple, float]:
+    """PyMC's rule for (m, c) from the half-range S and the length scales, m capped at M_MAX[d]."""
+    low, high, rule = _lengthscale_range(kernel)
+    s = float(np.max(S))
+    m_rule, c_rule = approx_hsgp_hyperparams([-s, s], [low, max(high, low * (1 + 1e-9))], rule)
+    c = c if c is not None else c_rule
+    if m is None:
+        needed = int(np.ceil(m_rule * (c / c_rule)))  # m ∝ c at a fixed ℓmin
+        if needed > M_MAX[d]:
+            warnings.warn(
+                f"HSGP: the smallest length scale {low:.3g} would need m = {needed} basis functions per column "
+                f"(PyMC's rule, half-range {s:.3g}, c = {c:.3g}); using m = {M_MAX[d]}, which resolves length "
+                f"scales down to ≈ {low * needed / M_MAX[d]:.3g}. Give m explicitly, or a length-scale prior that "
+                "excludes what the data cannot resolve",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        m = (min(max(needed, 1), M_MAX[d]),) * d
+    return m, c
+
+
+@dataclass(frozen=True)
+class HSGPLikelihood(Likelihood):
+    """The record of the collapsed HSGP t ~ N(0, ΦV_θΦᵀ + σ²I): data, σ, the exact kernel, its basis and the statistics of Φ."""
+
+    X: np.ndarray
+    y: np.ndarray
+    sigma: object
+    kernel: Kernel
+    basis: HilbertBasis
+    rows: DesignRows = field(repr=False)
+
+    def hyperparameters(self) -> list:
+        return [self.sigma] + [v for node in self.kernel.walk() for v in node.parameters().values()]
+
+    def with_values(self, value) -> "HSGPLikelihood":
+        return HSGPLikelihood(self.X, self.y, float(value(self.sigma)), self.kernel.map_hyperparameters(value), self.basis, self.rows)
+
+    def variances(self):
+        """v_θ: the prior variance of each feature (symbolic while the kernel's hyperparameters are)."""
+        omega = self.basis.frequencies
+        if any(is_symbolic(v) for v in self.hyperparameters()[1:]):
+            return _variance_vector(self.kernel, pt.as_tensor_variable(omega), bind_given)
+        graph = lambda W, _, bind: _variance_vector(self.kernel, W, bind)  # noqa: E731
+        return self.kernel._run_graph("hsgp-variances", omega, None, graph, pairs=0)
+
+    def gram_kernel(self) -> Kernel:
+        return FeatureKernel(self.basis, self.variances())  # k̃(x, x′) = φ(x)ᵀVφ(x′), the approximate kernel
+
+    def check_inputs(self, X: np.ndarray) -> None:
+        self.basis._check_tree_input_dim(X.shape[1])
+
+    def condition(self) -> WeightSpaceBLR:
+        return WeightSpaceBLR(self.basis, self.X, self.y, float(self.sigma), self.variances(), self.rows)

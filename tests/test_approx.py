@@ -1,0 +1,247 @@
+"""bayeskern.approx: the HSGP basis against its formula, the collapsed likelihood against dense numpy, the solver
+against the weight-space BLR and the exact GP, the automatic m and c, and the errors users meet."""
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+import bayeskern as bk
+from bayeskern import blr
+from bayeskern.approx.hsgp import M_MAX, HilbertBasis
+
+RNG = np.random.default_rng(7)
+X1 = np.sort(RNG.uniform(-2.0, 3.0, 150))
+Y1 = np.sin(2.0 * X1) + 0.2 * X1 + 0.1 * RNG.standard_normal(150)
+PRML = bk.kernels.PRML(1.3, 2.0, 0.4, 0.2)  # θ0·RBF(ℓ = 1/√2) + θ2 + θ3·xᵀx′
+
+
+def basis_reference(X, center, L, m):
+    """φⱼ(x) = Πₖ sin(πjₖ(xₖ − cₖ + Lₖ)/(2Lₖ))/√Lₖ, jₖ = 1..mₖ, in PyMC's meshgrid order (Solin & Särkkä 2020, eq. 56)."""
+    grids = np.meshgrid(*[np.arange(1, k + 1) for k in m])
+    J = np.vstack([g.ravel() for g in grids]).T  # (Πm, d)
+    Phi = np.ones((len(X), len(J)))
+    for k in range(X.shape[1]):
+        Phi *= np.sin(np.pi * J[:, k] * (X[:, [k]] - center[k] + L[k]) / (2 * L[k])) / np.sqrt(L[k])
+    return Phi, np.pi * J / (2 * L)  # Φ and ω = √λ
+
+
+def dense_lml(Phi, v, y, sigma):
+    """log N(y | 0, ΦVΦᵀ + σ²I) from the dense n × n covariance (numpy, slogdet and solve)."""
+    C = Phi @ np.diag(v) @ Phi.T + sigma**2 * np.eye(len(y))
+    return -0.5 * y @ np.linalg.solve(C, y) - 0.5 * np.linalg.slogdet(C)[1] - 0.5 * len(y) * np.log(2 * np.pi)
+
+
+def rbf_psd(omega, ell):
+    """S(ω) = (2π)^(d/2) Πℓₖ exp(−½ Σ ℓₖ²ωₖ²), the RBF's spectral density (R&W 4.21)."""
+    ell = np.broadcast_to(ell, omega.shape[1:])
+    return (2 * np.pi) ** (omega.shape[1] / 2) * np.prod(ell) * np.exp(-0.5 * np.sum((omega * ell) ** 2, axis=1))
+
+
+@pytest.mark.parametrize("m", [(7,), (4, 3), (3, 2, 2)])
+def test_the_basis_is_pymcs_dirichlet_eigenfunctions(m):
+    d = len(m)
+    X = RNG.uniform(-1.0, 2.0, (40, d))
+    center, L = np.full(d, 0.5), np.linspace(2.0, 3.0, d)
+    Phi, omega = basis_reference(X, center, L, m)
+    basis = HilbertBasis(center, L, m, constant=True, linear=True)
+    np.testing.assert_allclose(basis(X), np.hstack([Phi, np.ones((40, 1)), X]), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(basis.frequencies, omega, rtol=1e-14)
+
+
+def test_the_approximate_kernel_converges_to_the_rbf_inside_the_box():
+    """With c = 4 and m = 200, Σⱼ S(ωⱼ)φⱼ(x)φⱼ(x′) is the RBF to 1e-8 on the data (the truncation and boundary errors are tiny)."""
+    X = np.linspace(-1.0, 1.0, 60)[:, None]
+    k = bk.kernels.RBF(0.3)
+    solver = bk.approx.HSGP(m=200, c=4.0).condition(k, X, np.zeros(60), 0.1)
+    np.testing.assert_allclose(solver.gram_kernel.evaluate(X), k.evaluate(X), atol=1e-8)
+
+
+def test_the_collapsed_likelihood_equals_the_dense_gaussian_and_its_gradient_is_exact():
+    Phi = RNG.standard_normal((50, 6))
+    y, v_val, s_val = RNG.standard_normal(50), RNG.uniform(0.1, 2.0, 6), 0.7
+    v, s = pt.vector("v"), pt.scalar("s")
+    lml = blr.log_evidence_from_statistics(pt.constant(Phi.T @ Phi), pt.constant(Phi.T @ y), float(y @ y), 50, v, s)
+    f = pytensor.function([v, s], [lml, *pt.grad(lml, [v, s])])
+    value, gv, gs = f(v_val, s_val)
+    assert value == pytest.approx(dense_lml(Phi, v_val, y, s_val), rel=1e-12)
+    h = 1e-6  # central differences of the dense reference: truncation O(h²) ≈ 1e-12, round-off ≈ 1e-10 / h
+    fd_v = [(dense_lml(Phi, v_val + h * e, y, s_val) - dense_lml(Phi, v_val - h * e, y, s_val)) / (2 * h) for e in np.eye(6)]
+    np.testing.assert_allclose(gv, fd_v, rtol=1e-6, atol=1e-7)
+    assert gs == pytest.approx((dense_lml(Phi, v_val, y, s_val + h) - dense_lml(Phi, v_val, y, s_val - h)) / (2 * h), rel=1e-6)
+
+
+def test_a_variance_that_underflows_to_zero_keeps_a_finite_gradient():
+    Phi, y = RNG.standard_normal((20, 3)), RNG.standard_normal(20)
+    v, s = pt.vector("v"), pt.scalar("s")
+    lml = blr.log_evidence_from_statistics(pt.constant(Phi.T @ Phi), pt.constant(Phi.T @ y), float(y @ y), 20, v, s)
+    value, grad = pytensor.function([v, s], [lml, pt.grad(lml, v)])(np.array([1.0, 0.0, 0.5]), 0.3)
+    assert np.isfinite(value) and np.all(np.isfinite(grad))
+    assert value == pytest.approx(dense_lml(Phi, np.array([1.0, 0.0, 0.5]), y, 0.3), rel=1e-12)
+
+
+def test_the_solver_is_the_weight_space_blr_of_the_basis_with_spectral_variances():
+    """HSGP of θ0·RBF + θ2 + θ3·xᵀx′: features [φⱼ] ⊕ [1] ⊕ [x], variances [θ0·S(ωⱼ)] ⊕ [θ2] ⊕ [θ3] (numpy from the formula)."""
+    approx = bk.approx.HSGP(m=40, c=1.6)
+    solver = bk.gp.condition(PRML, X1, Y1, 0.15, approx=approx)
+    center, L = np.array([0.5]) * 0 + (X1.max() + X1.min()) / 2, 1.6 * np.array([(X1.max() - X1.min()) / 2])
+    Phi, omega = basis_reference(X1[:, None], center, L, (40,))
+    v = np.concatenate([1.3 * rbf_psd(omega, 1 / np.sqrt(2.0)), [0.4], [0.2]])
+    features = np.hstack([Phi, np.ones((150, 1)), X1[:, None]])
+    assert solver.log_marginal_likelihood == pytest.approx(dense_lml(features, v, Y1, 0.15), rel=1e-10)
+    Xnew = np.linspace(-2.0, 3.0, 33)
+    reference = blr.posterior(HilbertBasis(center, L, (40,), True, True), X1, Y1, 0.15, v, Xnew=Xnew)
+    p = solver.predict(Xnew)
+    np.testing.assert_allclose(p.mean, reference.mean, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(p.var, reference.var, rtol=1e-9, atol=1e-14)
+
+
+def test_the_approximation_is_close_to_the_exact_gp_when_the_box_and_basis_resolve_the_kernel():
+    """ℓ = 0.71 on a half-range of 2.5: c = 2 (≥ 3.2ℓ/S = 0.9), m = 80 (≥ 1.75c·S/ℓ ≈ 12): LML and mean within 1e-4."""
+    approx = bk.gp.condition(PRML, X1, Y1, 0.15, approx=bk.approx.HSGP(m=80, c=2.0))
+    exact = bk.gp.condition(PRML, X1, Y1, 0.15)
+    assert approx.log_marginal_likelihood == pytest.approx(exact.log_marginal_likelihood, abs=1e-4 * 150)
+    Xnew = np.linspace(-2.0, 3.0, 50)
+    assert np.max(np.abs(approx.predict(Xnew).mean - exact.predict(Xnew).mean)) < 1e-4 * np.std(Y1)
+    audit = bk.checks.approximation_error(PRML, bk.approx.HSGP(m=80, c=2.0), X1, Y1, 0.15, Xnew=Xnew)
+    assert audit.passed and audit.mean_error < 1e-4 and audit.n_points == 150 and audit.n_predict == 50
+
+
+def test_the_audit_measures_what_a_too_small_basis_gets_wrong():
+    """m = 4 cannot resolve ℓ = 0.71 on this range: the audit fails it, and its mean error is the measured one."""
+    Xnew = np.linspace(-2.0, 3.0, 50)
+    audit = bk.checks.approximation_error(PRML, bk.approx.HSGP(m=4, c=1.5), X1, Y1, 0.15, Xnew=Xnew)
+    measured = bk.gp.condition(PRML, X1, Y1, 0.15, approx=bk.approx.HSGP(m=4, c=1.5)).predict(Xnew).mean
+    exact = bk.gp.condition(PRML, X1, Y1, 0.15).predict(Xnew).mean
+    assert not audit.passed
+    assert audit.mean_error == pytest.approx(np.max(np.abs(measured - exact)) / np.std(Y1), rel=1e-10)
+    assert audit.to_dict()["approx"] == "HSGP(m=4, c=1.5, L=None)"
+
+
+def test_the_audit_subsamples_with_the_box_of_all_the_data():
+    audit = bk.checks.approximation_error(PRML, bk.approx.HSGP(m=60, c=1.6), X1, Y1, 0.15, subsample=40, seed=3)
+    assert audit.n_points == 40 and audit.n_predict == 40
+    again = bk.checks.approximation_error(PRML, bk.approx.HSGP(m=60, c=1.6), X1, Y1, 0.15, subsample=40, seed=3)
+    assert again == audit
+
+
+def hsgp_model(X, y, approx):
+    with pm.Model() as model:
+        theta0, ell = pm.HalfNormal("theta0", 2.0), pm.LogNormal("ell", np.log(0.7), 0.3)
+        theta2, theta3, sigma = pm.HalfNormal("theta2", 1.0), pm.HalfNormal("theta3", 1.0), pm.HalfNormal("sigma", 1.0)
+        kernel = theta0 * bk.kernels.RBF(ell) + bk.kernels.Constant(theta2) + theta3 * bk.kernels.Linear()
+        bk.gp.marginal_likelihood("y", X, y, kernel, sigma, approx=approx)
+    return model
+
+
+def test_the_pymc_model_scores_what_the_conditioned_solver_computes():
+    model = hsgp_model(X1, Y1, bk.approx.HSGP(m=50, c=1.6))
+    point = {"theta0": 1.1, "ell": 0.6, "theta2": 0.3, "theta3": 0.25, "sigma": 0.12}
+    logp = model.compile_logp(vars=model.observed_RVs, jacobian=False)(model.initial_point() | {
+        f"{k}_log__": np.log(v) for k, v in point.items()})
+    kernel = 1.1 * bk.kernels.RBF(0.6) + bk.kernels.Constant(0.3) + 0.25 * bk.kernels.Linear()
+    solver = bk.gp.condition(kernel, X1, Y1, 0.12, approx=bk.approx.HSGP(m=50, c=1.6))
+    assert logp == pytest.approx(solver.log_marginal_likelihood, rel=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore:parameter\\(s\\) at the edge")  # θ2, θ3 → 0 on this data, rightly reported
+def test_empirical_bayes_on_the_hsgp_reaches_a_stationary_point_of_the_approximate_likelihood():
+    model = hsgp_model(X1, Y1, bk.approx.HSGP(m=50, c=1.6))
+    eb = bk.fit.empirical_bayes(model, restarts=1, seed=0)
+    assert eb.converged
+    assert isinstance(eb.conditioned, blr.WeightSpaceBLR)
+    p = eb.params  # the conditioned solver at the optimum is the one the likelihood scored
+    kernel = p["theta0"] * bk.kernels.RBF(p["ell"]) + bk.kernels.Constant(p["theta2"]) + p["theta3"] * bk.kernels.Linear()
+    solver = bk.gp.condition(kernel, X1, Y1, p["sigma"], approx=bk.approx.HSGP(m=50, c=1.6))
+    assert eb.log_marginal_likelihood == pytest.approx(solver.log_marginal_likelihood, rel=1e-12)
+    assert eb.params["sigma"] == pytest.approx(0.1, rel=0.2)  # the simulated noise
+
+
+def test_streamed_rows_give_the_numbers_of_the_held_design_matrix(monkeypatch):
+    """Φ in row blocks of 7·M entries (22 blocks) against Φ whole: the same statistics, LML, LOO and predictions."""
+    held = bk.gp.condition(PRML, X1, Y1, 0.15, approx=bk.approx.HSGP(m=30, c=1.6))
+    monkeypatch.setattr(blr, "BLOCK_ENTRIES", 7 * 32)
+    streamed = bk.gp.condition(PRML, X1, Y1, 0.15, approx=bk.approx.HSGP(m=30, c=1.6))
+    assert len(list(streamed._rows.blocks())) == 22
+    assert streamed.log_marginal_likelihood == pytest.approx(held.log_marginal_likelihood, rel=1e-12)
+    np.testing.assert_allclose(streamed.loo_log_predictive, held.loo_log_predictive, rtol=1e-10)
+    np.testing.assert_allclose(streamed.predict(X1[:10]).var, held.predict(X1[:10]).var, rtol=1e-10)
+
+
+def test_the_loo_of_the_solver_is_the_dense_leave_one_out():
+    """log p(tᵢ | t₋ᵢ) against refitting the weight-space model without point i (numpy, 5 points)."""
+    solver = bk.gp.condition(PRML, X1, Y1, 0.15, approx=bk.approx.HSGP(m=30, c=1.6))
+    K = solver.gram_kernel.evaluate(X1) + 0.15**2 * np.eye(150)
+    for i in (0, 37, 149):
+        keep = np.arange(150) != i
+        k = K[i, keep]
+        mu = k @ np.linalg.solve(K[np.ix_(keep, keep)], Y1[keep])
+        var = K[i, i] - k @ np.linalg.solve(K[np.ix_(keep, keep)], k)
+        expected = -0.5 * np.log(2 * np.pi * var) - 0.5 * (Y1[i] - mu) ** 2 / var
+        assert solver.loo_log_predictive[i] == pytest.approx(expected, rel=1e-8)
+
+
+def test_automatic_m_and_c_follow_pymcs_rule_for_a_given_length_scale():
+    """c = max(a₁ℓ/S, 1.2), m = ⌊a₂c·S/ℓ⌋ (PyMC's `approx_hsgp_hyperparams`; RBF a = (3.2, 1.75), Matérn-5/2 (4.1, 2.65))."""
+    S = (X1.max() - X1.min()) / 2
+    basis = bk.approx.HSGP().basis(bk.kernels.RBF(0.5), X1[:, None])
+    np.testing.assert_allclose(basis.parameters()["L"], 1.2 * S)  # 3.2·0.5/S < 1.2
+    assert basis.m == (int(1.75 * 1.2 * S / 0.5),)
+    wide = bk.approx.HSGP().basis(bk.kernels.Matern52(2.0), X1[:, None])
+    np.testing.assert_allclose(wide.parameters()["L"], 4.1 * 2.0)  # c·S = a₁ℓ
+    assert wide.m == (int(2.65 * 4.1),)
+
+
+def test_automatic_m_reads_a_random_length_scale_from_its_prior_and_is_capped():
+    with pm.Model():
+        ell = pm.LogNormal("ell", np.log(0.5), 0.1)
+        basis = bk.approx.HSGP().basis(bk.kernels.RBF(ell), X1[:, None])
+    low = np.exp(np.log(0.5) - 2.326 * 0.1)  # the 1 % quantile of the prior
+    assert basis.m[0] == pytest.approx(1.75 * basis.parameters()["L"][0] / low, abs=2)
+    with pm.Model(), pytest.warns(RuntimeWarning, match="would need m ="):
+        capped = bk.approx.HSGP().basis(bk.kernels.RBF(pm.HalfNormal("ell", 1.0)), X1[:, None])
+    assert capped.m == (M_MAX[1],)
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [bk.kernels.Periodic(1.0, 0.5), bk.kernels.RatQuad(1.0, 0.5), bk.kernels.Matern12(0.5), bk.kernels.Polynomial(2),
+     bk.kernels.RBF(0.5) * bk.kernels.Linear(), bk.kernels.NNGP(), bk.kernels.RBF(0.5) + bk.kernels.Periodic(1.0, 0.5)],
+    ids=repr,
+)
+def test_kernels_without_a_hilbert_basis_are_refused_by_name(kernel):
+    with pytest.raises(ValueError, match="HSGP cannot approximate the kernel .*VFE"):
+        bk.gp.condition(kernel, X1, Y1, 0.1, approx=bk.approx.HSGP(m=10, c=1.5))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"m": 0}, "m must be a positive integer"), ({"m": 2.5}, "m must be a positive integer"), ({"m": True}, "m must be a positive integer"),
+     ({"m": [4, 0]}, "m must be a positive integer"), ({"c": 1.0}, "c must be > 1"), ({"c": -2.0}, "c must be"),
+     ({"c": 1.5, "L": 3.0}, "give c or L"), ({"L": 0.0}, "L must be")],
+)
+def test_bad_settings_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        bk.approx.HSGP(**kwargs)
+
+
+def test_four_input_dimensions_and_a_per_column_m_of_the_wrong_length_are_refused():
+    X4 = RNG.standard_normal((30, 4))
+    with pytest.raises(ValueError, match="1–3 input dimensions.*VFE"):
+        bk.gp.condition(bk.kernels.RBF(1.0), X4, X4[:, 0], 0.1, approx=bk.approx.HSGP(m=5, c=1.5))
+    with pytest.raises(ValueError, match="one positive integer per input column"):
+        bk.gp.condition(bk.kernels.RBF(1.0), X4[:, :2], X4[:, 0], 0.1, approx=bk.approx.HSGP(m=[5, 5, 5], c=1.5))
+    with pytest.raises(ValueError, match="approx must be None"):
+        bk.gp.condition(bk.kernels.RBF(1.0), X1, Y1, 0.1, approx="HSGP")
+
+
+def test_predictions_outside_the_box_warn_and_inside_do_not():
+    solver = bk.gp.condition(PRML, X1, Y1, 0.15, approx=bk.approx.HSGP(m=30, c=1.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        solver.predict(np.linspace(-3.0, 4.0, 5))  # inside c·S = 3.75 around 0.5
+    with pytest.warns(RuntimeWarning, match="does not extend there"):
+        solver.predict(np.array([5.0]))
