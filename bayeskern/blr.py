@@ -235,13 +235,16 @@ BLOCK_ENTRIES = 2**22
 class DesignRows:
     """Φ = φ(X) of the training inputs, by row blocks, with ΦᵀΦ and Φᵀt accumulated once.
 
-    `Phi`: Φ held whole (then it is the only block); None streams it: each block is computed from the
-    feature map when needed, ⌊BLOCK_ENTRIES / M⌋ rows at a time, and never kept.
+    `Phi`: Φ held whole (then it is the only block); None computes it from the feature map (`M` columns):
+    held whole if it fits in one block of BLOCK_ENTRIES, else streamed, ⌊BLOCK_ENTRIES / M⌋ rows at a
+    time, each block computed when needed and never kept.
     """
 
     def __init__(self, features, X: np.ndarray, t: np.ndarray, Phi: np.ndarray | None = None, M: int | None = None):
-        self.features, self.X, self.Phi = features, X, Phi
         self.M = Phi.shape[1] if Phi is not None else M
+        if Phi is None and len(X) * self.M <= BLOCK_ENTRIES:
+            Phi = design_matrix(features, X)
+        self.features, self.X, self.Phi = features, X, Phi
         gram, proj = np.zeros((self.M, self.M)), np.zeros(self.M)
         for rows, block in self.blocks():
             gram += block.T @ block  # ΦᵀΦ = Σ_b Φ_bᵀΦ_b

@@ -43,6 +43,10 @@ class Likelihood(ABC):
     def condition(self):
         """The conditioned model (`bayeskern.conditioned.Conditioned`) of a numeric record."""
 
+    def rows_per_evaluation(self) -> int:
+        """How many data rows one evaluation of the log density passes over (n; 0 when it works from statistics)."""
+        return len(self.y)
+
     def weight_space(self) -> tuple | None:
         """(φ, Σ) when the model is a regression on features, w ~ N(0, Σ); None for a kernel model."""
         return None

@@ -308,6 +308,9 @@ class HSGPLikelihood(Likelihood):
         graph = lambda W, _, bind: _variance_vector(self.kernel, W, bind)  # noqa: E731
         return self.kernel._run_graph("hsgp-variances", omega, None, graph, pairs=0)
 
+    def rows_per_evaluation(self) -> int:
+        return 0  # the log density reads ΦᵀΦ, Φᵀt, tᵀt: O(M³), whatever n
+
     def gram_kernel(self) -> Kernel:
         return FeatureKernel(self.basis, self.variances())  # k̃(x, x′) = φ(x)ᵀVφ(x′), the approximate kernel
 

@@ -43,7 +43,7 @@ GRAD_TOL = 1e-3
 CURVATURE_PAIRS = 10
 #: the optimiser stops once max |gradient| ≤ STOP_GRAD and an iteration gains ≤ ROUND_OFF_GAIN · |objective|
 STOP_GRAD, ROUND_OFF_GAIN = 1e-4, 1e-11
-#: up to this many data points the objective runs in numpy (`_compile.NUMPY`: no compilation, ~0.3 s
+#: up to this many data points (rows one evaluation passes over) the objective runs in numpy (`_compile.NUMPY`: no compilation, ~0.3 s
 #: of graph rewriting instead of Numba's 5–20 s on a new machine). Measured per evaluation of the
 #: 11-parameter additive kernel, numpy vs Numba: n = 200 12.7 vs 6.2 ms, n = 500 74 vs 68 ms,
 #: n = 1000 235 vs 286 ms, n = 2000 1059 vs 1201 ms (LAPACK and whole-array passes dominate)
@@ -170,7 +170,7 @@ class _Objective:
 
     def __init__(self, model, obs, include_prior: bool):
         self.model = model
-        n_data = int(np.size(find_likelihood(model)[1].y))
+        n_data = find_likelihood(model)[1].rows_per_evaluation()
         with numpy_mode():  # evaluated once
             self.point = model.initial_point()
         self.value_vars = model.value_vars
