@@ -18,6 +18,7 @@ from bayeskern.fit._plug_in import PlugIn
 from bayeskern.kernels import FeatureKernel
 from bayeskern.likelihood import find_likelihood
 from bayeskern.spec import FEATURES, Spec, parse_expression
+from bayeskern.spec.expressions import parse_approx
 
 __all__ = ["Analysis", "Candidate", "run_analysis"]
 
@@ -151,15 +152,33 @@ def _at_point(result: Analysis, plug_in: PlugIn, Xgrid, say: Callable) -> None:
     if Xgrid is not None:
         result.grid_eb = conditioned.posterior(Xgrid, include_noise=spec.include_noise)
         result.prior_draws = _prior_draws(chosen.model, plug_in, result.point, Xgrid, spec.report.prior_samples, result.seed)
-    gram = conditioned.gram_kernel
+    gram, X_gram = conditioned.gram_kernel, _gram_points(result)
     if spec.checks.psd:  # Mercer's condition on the data, at the point
-        result.checks["psd"] = checks.psd(gram, result.data.X)
+        result.checks["psd"] = checks.psd(gram, X_gram)
         result.spectrum = np.asarray(result.checks["psd"].eigenvalues)
     else:
-        result.spectrum = np.linalg.eigvalsh(gram.evaluate(result.data.X))
+        result.spectrum = np.linalg.eigvalsh(gram.evaluate(X_gram))
+    if spec.approx is not None:
+        say(f"approximation audit: {spec.approx} against the exact GP at the fitted point …")
+        result.checks["approximation"] = checks.approximation_error(
+            numeric.kernel, parse_approx(spec.approx), result.data.X, result.data.y, numeric.sigma, Xnew=Xgrid,
+            subsample=AUDIT_POINTS, seed=result.seed,
+        )
     if spec.checks.kernel_trick is not None:
         say("kernel-trick audit: BLR in weight space against the GP with k = φᵀΣφ …")
         result.checks["kernel_trick"], result.kernel_trick_curves = _kernel_trick(spec, result.data, numeric, Xgrid)
+
+
+#: with model.approx, the Gram spectrum and the approximation audit use a random subsample of this many points
+AUDIT_POINTS = 2000
+
+
+def _gram_points(result: Analysis) -> np.ndarray:
+    """The inputs the Gram matrix is checked on: all of X for an exact GP, a subsample of AUDIT_POINTS with model.approx."""
+    X = result.data.X
+    if result.spec.approx is None or len(X) <= AUDIT_POINTS:
+        return X
+    return X[np.sort(np.random.default_rng(result.seed).choice(len(X), AUDIT_POINTS, replace=False))]
 
 
 def _prior_draws(model, plug_in: PlugIn, point: dict, Xgrid, n_functions: int, seed: int) -> list:

@@ -316,3 +316,49 @@ def test_mcmc_only_reports_at_the_posterior_mean_with_noise_bands(tmp_path):
     np.testing.assert_allclose(predictions["mean"].values, mean, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(predictions["sd"].values, np.sqrt(np.diag(cov) + p["noise"] ** 2), rtol=1e-8)
     assert "mcmc_y_lower" in predictions and np.all(predictions["mcmc_y_lower"] < predictions["mcmc_f_lower"])
+
+
+HSGP_SPEC = """
+name = "hsgp"
+seed = 2
+[data]
+source = "sinusoid"
+n = 12000
+noise = 0.2
+seed = 5
+[priors]
+ell = "LogNormal(mu=-1.5, sigma=0.5)"
+eta = "HalfNormal(sigma=2.0)"
+noise = "HalfNormal(sigma=0.5)"
+[model]
+kind = "gp"
+kernel = "eta * RBF(lengthscale=ell)"
+sigma = "noise"
+approx = "HSGP(m=60, c=3.0)"
+[fit.empirical_bayes]
+restarts = 2
+[predict]
+start = 0.0
+stop = 1.0
+num = 50
+"""
+
+
+def test_an_approximate_gp_spec_beyond_the_exact_limit_gets_its_audit_in_the_report(tmp_path):
+    """n = 12 000 > MAX_N (exact) with model.approx: fitted, and the report's Approximation section is the audit recomputed here."""
+    path = tmp_path / "hsgp.toml"
+    path.write_text(HSGP_SPEC)
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "r")]) == 0
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    audit = summary["checks"]["approximation"]
+    p = summary["empirical_bayes"]["params"]
+    X, t = sinusoid(12000, 0.2, 5)
+    import bayeskern as bk
+
+    again = bk.checks.approximation_error(p["eta"] * bk.kernels.RBF(p["ell"]), bk.approx.HSGP(m=60, c=3.0), X, t, p["noise"],
+                                          Xnew=np.linspace(0.0, 1.0, 50), subsample=2000, seed=2)
+    assert audit == again.to_dict()
+    assert audit["passed"] is True and audit["n_points"] == 2000
+    assert p["noise"] == pytest.approx(0.2, rel=0.05)
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "## Approximation" in report and "HSGP(m=60, c=3.0, L=None) against the exact GP" in report

@@ -247,3 +247,24 @@ def test_a_folder_that_is_not_a_report_is_never_replaced(tmp_path):
     report = write_atomically(tmp_path / "r", {"summary.json": "{}", "a.txt": "old"})
     write_atomically(report, {"summary.json": "{}"})  # an earlier report is replaced whole
     assert sorted(p.name for p in report.iterdir()) == ["summary.json"]
+
+
+@pytest.mark.parametrize(
+    ("approx", "match"),
+    [('"HSGP(m=0)"', "m must be a positive integer"), ('"Periodic(1.0, 1.0)"', "unknown name 'Periodic'"),
+     ('"HSGP(c=1.0)"', "c must be > 1"), ("3", "must be a string")],
+)
+def test_a_bad_approximation_is_a_spec_error_naming_model_approx(tmp_path, approx, match):
+    with pytest.raises(spec.SpecError, match=f"model.approx.*{match}"):
+        spec.load(_write(tmp_path, BASE + f"approx = {approx}\n"))
+
+
+def test_an_approximation_raises_the_row_limit_and_builds_the_hsgp_likelihood(tmp_path):
+    exact = BASE.replace("n = 8", "n = 20000")
+    with pytest.raises(spec.SpecError, match="data.n.*at most 10,000 can be analysed by an exact GP"):
+        spec.load(_write(tmp_path, exact)).load_data()
+    s = spec.load(_write(tmp_path, exact + 'approx = "HSGP(m=30, c=1.5)"\n'))
+    data = s.load_data()
+    model = s.model(s.candidates[0], data)
+    record = bk.likelihood.find_likelihood(model)[1]
+    assert isinstance(record, bk.approx.hsgp.HSGPLikelihood) and record.basis.m == (30,)

@@ -17,6 +17,7 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.gp.hsgp_approx import approx_hsgp_hyperparams, calc_eigenvalues, calc_eigenvectors
 
+from bayeskern._linalg import TINY
 from bayeskern._parameterised import bind_given
 from bayeskern._validation import as_inputs, as_targets, check_kernel, check_name, check_number, check_sigma, is_symbolic
 from bayeskern.blr import DesignRows, WeightSpaceBLR, log_evidence_from_statistics
@@ -152,8 +153,10 @@ _ORDER = ("basis", "constant", "linear")
 
 
 def _variance_vector(kernel: Kernel, omega, bind):
+    """v_θ over [eigenfunctions, 1, x], floored at the smallest normal float: a spectral density that underflows
+    (high frequencies, long length scales) stays a variance, 1e-308, that weighs nothing."""
     parts = _variances(kernel, omega, bind)
-    return pt.concatenate([pt.broadcast_to(parts[k], (omega.shape[0],)) if k == "basis" else parts[k] for k in _ORDER if k in parts])
+    return pt.maximum(TINY, pt.concatenate([pt.broadcast_to(parts[k], (omega.shape[0],)) if k == "basis" else parts[k] for k in _ORDER if k in parts]))
 
 
 def _stationary_parts(kernel: Kernel) -> list:

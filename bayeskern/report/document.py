@@ -32,7 +32,7 @@ def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
     """The report as blocks: ("h1"|"h2"|"p", text), ("list", items), ("table", header, rows), ("figure", file, caption)."""
     fig = lambda name: [("figure", name, figure_captions[name])] if name in figure_captions else []  # noqa: E731
     return [*_data_and_model(a), *_candidates(a, summary, fig), *_empirical_bayes(summary), *_mcmc(summary, fig),
-            *_eb_vs_mcmc(summary), *_predictions(fig), *_checks(summary, fig), *_reproduce(a, summary)]
+            *_eb_vs_mcmc(summary), *_predictions(fig), *_checks(summary, fig), *_approximation(summary), *_reproduce(a, summary)]
 
 
 def _data_and_model(a) -> list[tuple]:
@@ -127,6 +127,8 @@ def _checks(summary: dict, fig) -> list[tuple]:
                          f"round-off tolerance {PSD_ROUNDOFF}·n·ε·max|λ| = {_num(spectrum['roundoff'], 2)} (as checks.psd): {verdict}."))
         out += fig("spectrum.png")
     for name, result in summary["checks"].items():
+        if name == "approximation":
+            continue  # its own section
         verdict = result["passed"]
         sentence = f" {result['verdict']}" if isinstance(result.get("verdict"), str) else ""
         out.append(("p", f"{name}: {'passed' if verdict else 'FAILED'}.{sentence}"))
@@ -135,6 +137,22 @@ def _checks(summary: dict, fig) -> list[tuple]:
         out.append(("table", ["quantity", "value"], [[k, v if isinstance(v, str) else _num(v, 3)] for k, v in flat.items()]))
     out += fig("kernel_trick.png")
     return out
+
+
+def _approximation(summary: dict) -> list[tuple]:
+    """With model.approx: the approximate GP against the exact GP at the fitted point (`checks.approximation_error`)."""
+    audit = summary["checks"].get("approximation")
+    if audit is None:
+        return []
+    verdict = "within" if audit["passed"] else "NOT within"
+    return [
+        ("h2", "Approximation"),
+        ("p", f"{audit['approx']} against the exact GP, both conditioned on {audit['n_points']} data points at the fitted "
+              f"hyperparameters and compared at {audit['n_predict']} points: {verdict} the tolerances (mean error ≤ "
+              f"{_num(audit['mean_tol'], 2)}·sd(y), predictive-variance error ≤ {_num(audit['var_tol'], 2)}, "
+              f"log-likelihood error ≤ {_num(audit['lml_tol'], 2)} per point)."),
+        ("table", ["quantity", "value"], [[k, _num(audit[k], 3)] for k in ("mean_error", "var_error", "lml_error")]),
+    ]
 
 
 def _reproduce(a, summary: dict) -> list[tuple]:

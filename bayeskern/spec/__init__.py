@@ -46,6 +46,7 @@ class Spec:
     priors: dict
     sigma: object  # a number or a prior name
     prior_cov: object  # BLR: a number or a prior name; GP: None
+    approx: str | None  # GP: the approximation's expression ("HSGP(m=200, c=1.5)"), None for the exact GP
     empirical_bayes: EmpiricalBayesSettings | None
     mcmc: MCMCSettings | None
     grid: np.ndarray | None
@@ -84,5 +85,5 @@ def load(path) -> Spec:
     report = schema.read_report(raw, path, name)
     description = schema.read_description(raw, path)
     return Spec(path=path, name=name, description=description, seed=seed, data=data, kind=model.kind,
-                candidates=model.candidates, priors=priors, sigma=model.sigma, prior_cov=model.prior_cov,
+                candidates=model.candidates, priors=priors, sigma=model.sigma, prior_cov=model.prior_cov, approx=model.approx,
                 empirical_bayes=eb, mcmc=mc, grid=predict.grid, include_noise=predict.include_noise, checks=checks, report=report)

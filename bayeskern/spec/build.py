@@ -12,8 +12,8 @@ from bayeskern import blr, datasets, features, gp
 from bayeskern._compile import numpy_function, numpy_mode
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.likelihood import find_likelihood
-from bayeskern.spec.expressions import FEATURES, PRIORS, _names_in, _short, parse_expression, parse_kernel
-from bayeskern.spec.limits import MAX_N, MAX_SIZE, MAX_STORED
+from bayeskern.spec.expressions import FEATURES, PRIORS, _names_in, _short, parse_approx, parse_expression, parse_kernel
+from bayeskern.spec.limits import MAX_N, MAX_N_APPROX, MAX_SIZE, MAX_STORED
 from bayeskern.spec.schema import SpecError
 
 if TYPE_CHECKING:
@@ -50,11 +50,12 @@ def _read_data(spec: "Spec") -> datasets.Data:
 
 
 def _check_data(spec: "Spec", data: datasets.Data) -> None:
-    """At most MAX_N rows, a grid only on 1-D inputs, kernel-trick features that fit the inputs, at most MAX_STORED MCMC values."""
+    """At most MAX_N rows (MAX_N_APPROX with model.approx), a grid only on 1-D inputs, kernel-trick features that fit the inputs, at most MAX_STORED MCMC values."""
     n, d = data.X.shape
-    if n > MAX_N:
-        raise SpecError(spec.path, "data.n", f"the data have {n:,} rows and at most {MAX_N:,} can be analysed (an exact GP "
-                                             "stores n × n matrices): set data.n to analyse a random subset")
+    if n > (MAX_N if spec.approx is None else MAX_N_APPROX):
+        raise SpecError(spec.path, "data.n", f"the data have {n:,} rows and at most {MAX_N:,} can be analysed by an exact GP "
+                                             f"(n × n matrices; {MAX_N_APPROX:,} with model.approx, e.g. \"HSGP(m=200, c=1.5)\"): "
+                                             "set data.n to analyse a random subset")
     if spec.grid is not None and d != 1:
         raise SpecError(spec.path, "predict", f"a grid needs 1-D inputs, but the data have {d} columns "
                                               "(leave [predict] out: the report then shows leave-one-out predictions)")
@@ -112,7 +113,8 @@ def build_model(spec: "Spec", candidate: str, data: datasets.Data) -> pm.Model:
 def _likelihood(spec: "Spec", candidate: str, data: datasets.Data, names: dict, sigma, key: str) -> None:
     """Declare the GP or BLR likelihood of `y` in the current model, the candidate built with the priors `names`."""
     if spec.kind == "gp":
-        gp.marginal_likelihood("y", X=data.X, y=data.y, kernel=parse_kernel(candidate, names), sigma=sigma, dims="obs")
+        approx = None if spec.approx is None else parse_approx(spec.approx)
+        gp.marginal_likelihood("y", X=data.X, y=data.y, kernel=parse_kernel(candidate, names), sigma=sigma, approx=approx, dims="obs")
         return
     phi = parse_expression(candidate, FEATURES, names)
     M = _feature_count(spec.path, key, phi, data.X.shape[1], candidate)

@@ -5,7 +5,7 @@ import math
 
 import pymc as pm
 
-from bayeskern import features, kernels
+from bayeskern import approx, features, kernels
 from bayeskern.spec.limits import MAX_DEPTH, MAX_EXPRESSION, MAX_LIST, MAX_SIZE
 
 __all__ = ["FEATURES", "KERNELS", "PRIORS", "parse_expression", "parse_kernel"]
@@ -18,6 +18,8 @@ def _classes(module, base, excluded: set) -> dict:
 
 #: kernel constructors a spec may call: the public kernels of bayeskern.kernels
 KERNELS = _classes(kernels, kernels.Kernel, {"Kernel", "Sum", "Product", "Scaled", "FeatureKernel", "FisherKernel", "GenerativeModel"})
+#: approximations model.approx may call
+APPROXIMATIONS = {"HSGP": approx.HSGP}
 #: feature-map constructors a spec may call
 FEATURES = _classes(features, features.FeatureMap, {"FeatureMap", "MercerFeatures"})
 #: prior distributions a spec may declare, by their PyMC names
@@ -97,6 +99,14 @@ def parse_kernel(text: str, names: dict | None = None):
     if not isinstance(k, kernels.Kernel):
         raise ValueError(f"{_short(text)!r} is not a kernel")
     return k
+
+
+def parse_approx(text: str):
+    """An approximation of `bayeskern.approx` from an expression such as "HSGP(m=200, c=1.5)"."""
+    a = parse_expression(text, APPROXIMATIONS)
+    if not isinstance(a, tuple(APPROXIMATIONS.values())):
+        raise ValueError(f"{_short(text)!r} is not an approximation; known: {', '.join(sorted(APPROXIMATIONS))}")
+    return a
 
 
 def _list_of_numbers(values: list, node) -> list:

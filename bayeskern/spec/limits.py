@@ -1,10 +1,12 @@
 """The size limits of a spec, so that what `check` accepts one machine can run (the README's spec section lists them)."""
 
 __all__ = ["MAX_CANDIDATES", "MAX_CHAINS", "MAX_DEPTH", "MAX_DRAWS", "MAX_EXPRESSION", "MAX_FILE", "MAX_GRID", "MAX_ITER",
-           "MAX_LIST", "MAX_N", "MAX_NAME", "MAX_PRIOR_SAMPLES", "MAX_RESTARTS", "MAX_SEED", "MAX_SIZE", "MAX_STORED"]
+           "MAX_LIST", "MAX_N", "MAX_N_APPROX", "MAX_NAME", "MAX_PRIOR_SAMPLES", "MAX_RESTARTS", "MAX_SEED", "MAX_SIZE", "MAX_STORED"]
 
 #: rows of data: an exact GP or the LOO of a BLR stores n × n float64 matrices (800 MB at n = 10⁴)
 MAX_N = 10_000
+#: rows of data for a GP with model.approx: the approximation stores O(n·M) at most (the CSV reader's own limit)
+MAX_N_APPROX = 1_000_000
 #: predict.num: the grid's posterior covariance and the prior sample functions need num × num matrices
 MAX_GRID = 2_000
 #: report.prior_samples: sample functions drawn per panel of the prior figure

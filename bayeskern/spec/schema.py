@@ -8,8 +8,8 @@ import numpy as np
 
 from bayeskern import datasets
 from bayeskern._validation import check_seed
-from bayeskern.spec.expressions import FEATURES, KERNELS, PRIORS, _finite, _names_in, _parse_whitelisted, _short, parse_expression
-from bayeskern.spec.limits import (MAX_CANDIDATES, MAX_CHAINS, MAX_DRAWS, MAX_FILE, MAX_GRID, MAX_ITER, MAX_N, MAX_NAME,
+from bayeskern.spec.expressions import FEATURES, KERNELS, PRIORS, _finite, _names_in, _parse_whitelisted, _short, parse_approx, parse_expression
+from bayeskern.spec.limits import (MAX_CANDIDATES, MAX_CHAINS, MAX_DRAWS, MAX_FILE, MAX_GRID, MAX_ITER, MAX_N, MAX_N_APPROX, MAX_NAME,
                                    MAX_PRIOR_SAMPLES, MAX_RESTARTS, MAX_SEED)
 
 __all__ = ["TOP_KEYS", "ChecksSection", "DataSection", "EmpiricalBayesSettings", "KernelTrickOptions", "MCMCSettings",
@@ -50,12 +50,14 @@ class DataSection:
 
 @dataclass(frozen=True)
 class ModelSection:
-    """[model]: the kind ('gp' or 'blr'), the candidate expressions, σ and (BLR) Σ, each a number or a prior's name."""
+    """[model]: the kind ('gp' or 'blr'), the candidate expressions, σ and (BLR) Σ, each a number or a prior's name,
+    and (GP) the approximation's expression, e.g. "HSGP(m=200, c=1.5)" (None: the exact GP)."""
 
     kind: str
     candidates: tuple[str, ...]
     sigma: float | str
     prior_cov: float | str | None
+    approx: str | None = None
 
 
 class _Settings:
@@ -249,7 +251,8 @@ def read_data(raw: dict, path) -> DataSection:
     for key in sorted(keys & set(data) - {"n", "seed"}):
         out[key] = _get(data, key, path, "data.", types[key])
     if "n" in data:
-        out["n"] = _whole(data, "n", path, "data.", None, 2, MAX_N, " (an exact GP stores n × n matrices)")
+        out["n"] = _whole(data, "n", path, "data.", None, 2, MAX_N_APPROX, " (with model.approx; an exact GP takes at most "
+                          f"{MAX_N:,})")
     if "seed" in data:
         out["seed"] = _seed(data, "seed", path, "data.")
     if "x" in out and not (out["x"] and all(isinstance(c, str) for c in out["x"])):
@@ -280,7 +283,7 @@ def read_model(raw: dict, path, priors: dict) -> ModelSection:
     if kind not in ("gp", "blr"):
         raise SpecError(path, "model.kind", f"unknown kind {_short(repr(kind))}; available: 'gp', 'blr'")
     what, callables = ("kernel", KERNELS) if kind == "gp" else ("features", FEATURES)
-    _known(model, {"kind", what, "sigma"} | ({"prior_cov"} if kind == "blr" else set()), path, "model.")
+    _known(model, {"kind", what, "sigma"} | ({"prior_cov"} if kind == "blr" else {"approx"}), path, "model.")
     texts = _get(model, what, path, "model.", str | list)
     texts = [texts] if isinstance(texts, str) else texts
     if not texts or len(texts) > MAX_CANDIDATES:
@@ -299,7 +302,13 @@ def read_model(raw: dict, path, priors: dict) -> ModelSection:
     if not used:
         raise SpecError(path, "priors", "the model has no hyperparameter with a prior, so nothing to fit: declare priors "
                                         "and use their names in [model] (for fixed hyperparameters use bayeskern.gp.posterior)")
-    return ModelSection(kind, tuple(texts), sigma, prior_cov)
+    approx = _get(model, "approx", path, "model.", str, None)
+    if approx is not None:
+        try:
+            parse_approx(approx)
+        except ValueError as err:
+            raise SpecError(path, "model.approx", f"{_short(repr(approx))}: {err}") from None
+    return ModelSection(kind, tuple(texts), sigma, prior_cov, approx)
 
 
 def _number_or_prior(model: dict, key: str, path, priors: dict):
