@@ -29,7 +29,7 @@ import bayeskern as bk
 from bayeskern import kernels as K
 from bayeskern.fit._plug_in import PlugIn
 
-PUBLIC_MODULES = (bk.kernels, bk.features, bk.gp, bk.blr, bk.fit, bk.checks, bk.smoothing, bk.ntk, bk.datasets)
+PUBLIC_MODULES = (bk.approx, bk.kernels, bk.features, bk.gp, bk.blr, bk.fit, bk.checks, bk.smoothing, bk.ntk, bk.datasets)
 
 #: small and fast: the contract is checked on tiny data, a few examples per (callable, argument, kind)
 FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -305,6 +305,15 @@ REGISTRY: dict[str, Case] = {
     "bayeskern.fit.predictive_bands": Case(bk.fit.predictive_bands, lambda: {"predictive": _fake_predictive(), "prob": 0.9},
                                            {"predictive": "object", "prob": "prob"}, use=lambda ds: [v.values for v in ds.data_vars.values()]),
     # checks
+    "bayeskern.checks.approximation_error": Case(
+        bk.checks.approximation_error,
+        lambda: {"kernel": RBF05(), "approx": bk.approx.HSGP(m=10, c=1.5), "X": X.copy(), "y": Y.copy(), "sigma": 0.1, "Xnew": XNEW.copy(),
+                 "subsample": 50, "seed": 0, "mean_tol": 1e-2, "var_tol": 0.05, "lml_tol": 1e-3},
+        {"kernel": "kernel", "approx": "object", "X": "X", "y": "y", "sigma": "scale", "Xnew": "X", "subsample": "int", "seed": "seed",
+         "mean_tol": "scale", "var_tol": "scale", "lml_tol": "scale"},
+        use=lambda r: (r.mean_error, r.var_error, r.lml_error)),
+    "bayeskern.approx.HSGP": Case(bk.approx.HSGP, lambda: {"m": 10, "c": 1.5}, {"m": "int", "c": "scale"}),
+    "bayeskern.approx.check_approx": Case(bk.approx.check_approx, lambda: {"approx": bk.approx.HSGP(m=10, c=1.5)}, {"approx": "object"}),
     "bayeskern.checks.feature_error": Case(bk.checks.feature_error, lambda: {"phi": POLY2(), "kernel": K.Polynomial(2), "X": X.copy(), "rtol": 1e-8},
                                            {"phi": "features", "kernel": "kernel", "X": "X", "rtol": "scale"}),
     "bayeskern.checks.kernel_trick": Case(bk.checks.kernel_trick,
@@ -432,7 +441,7 @@ EXEMPT = {
     # results: frozen records that functions return; users read them, they do not build them from input
     "bayeskern.gp.GPPosterior": "result", "bayeskern.blr.BLRPosterior": "result", "bayeskern.fit.Diagnostics": "result",
     "bayeskern.fit.EBvsMCMC": "result", "bayeskern.fit.EmpiricalBayesResult": "result", "bayeskern.fit.EvidenceResult": "result",
-    "bayeskern.fit.Laplace": "result", "bayeskern.fit.Optimum": "result", "bayeskern.checks.FeatureError": "result",
+    "bayeskern.fit.Laplace": "result", "bayeskern.fit.Optimum": "result", "bayeskern.checks.FeatureError": "result", "bayeskern.checks.ApproximationError": "result",
     "bayeskern.checks.KernelTrickResult": "result", "bayeskern.checks.PSDCheck": "result", "bayeskern.checks.RFFConvergence": "result",
     "bayeskern.checks.RidgeDualityResult": "result", "bayeskern.checks.SamplingCheckResult": "result", "bayeskern.smoothing.KDEOrders": "result",
     "bayeskern.smoothing.KernelRidgeResult": "result", "bayeskern.smoothing.NadarayaWatsonResult": "result",

@@ -7,7 +7,7 @@ import numpy as np
 
 from bayeskern import blr, gp
 from bayeskern._json import record_dict
-from bayeskern._validation import as_inputs, as_targets, check_integer, check_kernel, check_number, check_seed, check_sigma, same_columns
+from bayeskern._validation import as_inputs, as_targets, check_finite_result, check_integer, check_kernel, check_number, check_seed, check_sigma, same_columns
 from bayeskern.approx import check_approx
 from bayeskern.features import RandomFourier, design_matrix
 from bayeskern.kernels import RBF, Kernel
@@ -142,7 +142,8 @@ def approximation_error(
     sigma = float(check_sigma(sigma, allow_zero=False))
     subsample = check_integer(subsample, "subsample", 2)
     tolerances = [float(check_number(v, name, positive=True, scalar=True)) for v, name in ((mean_tol, "mean_tol"), (var_tol, "var_tol"), (lml_tol, "lml_tol"))]
-    rows = np.sort(np.random.default_rng(check_seed(seed)).choice(len(X), subsample, replace=False)) if len(X) > subsample else np.arange(len(X))
+    rng = np.random.default_rng(check_seed(seed))
+    rows = np.sort(rng.choice(len(X), subsample, replace=False)) if len(X) > subsample else np.arange(len(X))
     Xs, ys = X[rows], y[rows]
     Xnew = Xs if Xnew is None else as_inputs(Xnew, "Xnew")
     same_columns(X, Xnew, "X", "Xnew")
@@ -151,5 +152,6 @@ def approximation_error(
     mean_error = float(np.max(np.abs(a.mean - e.mean)) / np.std(y))
     var_error = float(np.max(np.abs(a.var / e.var - 1.0)))
     lml_error = abs(approximate.log_marginal_likelihood - exact.log_marginal_likelihood) / len(rows)
+    check_finite_result(np.array([mean_error, var_error, lml_error]), "the approximation audit's errors on y and sigma")
     passed = all(v <= tol for v, tol in zip((mean_error, var_error, lml_error), tolerances))
     return ApproximationError(mean_error, var_error, lml_error, len(rows), len(Xnew), passed, *tolerances, repr(approx))
