@@ -14,6 +14,7 @@ from bayeskern import blr, checks, gp
 from bayeskern._compile import exact_arithmetic
 from bayeskern.datasets import Data
 from bayeskern.fit import compare_eb_mcmc, diagnose, empirical_bayes, mcmc, predictive_bands
+from bayeskern.checks.approximation import AUDIT_POINTS, subsample_rows
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.kernels import FeatureKernel
 from bayeskern.likelihood import find_likelihood
@@ -162,23 +163,17 @@ def _at_point(result: Analysis, plug_in: PlugIn, Xgrid, say: Callable) -> None:
         say(f"approximation audit: {spec.approx} against the exact GP at the fitted point …")
         result.checks["approximation"] = checks.approximation_error(
             numeric.kernel, parse_approx(spec.approx), result.data.X, result.data.y, numeric.sigma, Xnew=Xgrid,
-            subsample=AUDIT_POINTS, seed=result.seed,
+            seed=result.seed,
         )
     if spec.checks.kernel_trick is not None:
         say("kernel-trick audit: BLR in weight space against the GP with k = φᵀΣφ …")
         result.checks["kernel_trick"], result.kernel_trick_curves = _kernel_trick(spec, result.data, numeric, Xgrid)
 
 
-#: with model.approx, the Gram spectrum and the approximation audit use a random subsample of this many points
-AUDIT_POINTS = 2000
-
-
 def _gram_points(result: Analysis) -> np.ndarray:
-    """The inputs the Gram matrix is checked on: all of X for an exact GP, a subsample of AUDIT_POINTS with model.approx."""
+    """The inputs the Gram matrix is checked on: all of X for an exact GP; with model.approx, the audit's subsample."""
     X = result.data.X
-    if result.spec.approx is None or len(X) <= AUDIT_POINTS:
-        return X
-    return X[np.sort(np.random.default_rng(result.seed).choice(len(X), AUDIT_POINTS, replace=False))]
+    return X if result.spec.approx is None else X[subsample_rows(len(X), AUDIT_POINTS, result.seed)]
 
 
 def _prior_draws(model, plug_in: PlugIn, point: dict, Xgrid, n_functions: int, seed: int) -> list:

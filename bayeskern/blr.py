@@ -13,7 +13,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.linalg
 
-from bayeskern._linalg import EPS, LOG_2PI, TINY, announce_jitter, cho_solve, escalate_jitter, exact_cholesky, jitter_scale, solve_lower
+from bayeskern._linalg import EPS, LOG_2PI, announce_jitter, cho_solve, escalate_jitter, exact_cholesky, jitter_scale, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
     as_inputs, as_targets, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure,
@@ -53,10 +53,10 @@ def log_evidence_from_statistics(gram, proj, tt: float, n: int, variances, sigma
 
     With D = √V, Ψ = ΦD and B = I + ΨᵀΨ/σ² = L_B L_Bᵀ (eigenvalues ≥ 1, never jittered):
     tᵀC⁻¹t = (tᵀt − ‖L_B⁻¹Ψᵀt‖²/σ²)/σ² and log|C| = 2n log σ + 2 Σ log (L_B)ᵢᵢ (Woodbury, the
-    determinant lemma). v is floored at the smallest normal float before √, so that a spectral density
-    underflowing to 0 keeps a finite gradient (its features then weigh 1e-154: nothing).
+    determinant lemma). Every v must be > 0 (√v has no finite gradient at 0): the HSGP's variances are
+    floored at the smallest normal float where they are made.
     """
-    D = pt.sqrt(pt.maximum(variances, TINY))
+    D = pt.sqrt(variances)
     s2 = pt.square(sigma)
     LB = pt.linalg.cholesky(pt.eye(gram.shape[0]) + D[:, None] * gram * D[None, :] / s2)  # B = I + DΦᵀΦD/σ²
     u = pt.linalg.solve_triangular(LB, D * proj, lower=True)  # u = L_B⁻¹Ψᵀt
@@ -235,13 +235,13 @@ BLOCK_ENTRIES = 2**22
 class DesignRows:
     """Φ = φ(X) of the training inputs, by row blocks, with ΦᵀΦ and Φᵀt accumulated once.
 
-    `Phi`: Φ held whole (then it is the only block); None computes it from the feature map (`M` columns):
+    `Phi`: Φ held whole (then it is the only block); None computes it from the feature map (M columns):
     held whole if it fits in one block of BLOCK_ENTRIES, else streamed, ⌊BLOCK_ENTRIES / M⌋ rows at a
     time, each block computed when needed and never kept.
     """
 
-    def __init__(self, features, X: np.ndarray, t: np.ndarray, Phi: np.ndarray | None = None, M: int | None = None):
-        self.M = Phi.shape[1] if Phi is not None else M
+    def __init__(self, features, X: np.ndarray, t: np.ndarray, Phi: np.ndarray | None = None):
+        self.M = Phi.shape[1] if Phi is not None else n_features(features, X.shape[1])
         if Phi is None and len(X) * self.M <= BLOCK_ENTRIES:
             Phi = design_matrix(features, X)
         self.features, self.X, self.Phi = features, X, Phi

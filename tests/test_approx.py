@@ -74,13 +74,24 @@ def test_the_collapsed_likelihood_equals_the_dense_gaussian_and_its_gradient_is_
     assert gs == pytest.approx((dense_lml(Phi, v_val, y, s_val + h) - dense_lml(Phi, v_val, y, s_val - h)) / (2 * h), rel=1e-6)
 
 
-def test_a_variance_that_underflows_to_zero_keeps_a_finite_gradient():
-    Phi, y = RNG.standard_normal((20, 3)), RNG.standard_normal(20)
-    v, s = pt.vector("v"), pt.scalar("s")
-    lml = blr.log_evidence_from_statistics(pt.constant(Phi.T @ Phi), pt.constant(Phi.T @ y), float(y @ y), 20, v, s)
-    value, grad = pytensor.function([v, s], [lml, pt.grad(lml, v)])(np.array([1.0, 0.0, 0.5]), 0.3)
-    assert np.isfinite(value) and np.all(np.isfinite(grad))
-    assert value == pytest.approx(dense_lml(Phi, np.array([1.0, 0.0, 0.5]), y, 0.3), rel=1e-12)
+def test_a_spectral_density_that_underflows_keeps_the_likelihood_and_its_gradient_finite():
+    """ℓ = 50 on a box of half-width 4: S(ωⱼ) = √(2π)ℓ·exp(−½ℓ²ωⱼ²) underflows to 0 for all but the first frequencies.
+
+    The variances are floored at the smallest normal float where they are made: the model's log density
+    equals the dense Gaussian of those floored variances (numpy), and its gradient is finite.
+    """
+    with pm.Model() as model:
+        ell, sigma = pm.LogNormal("ell", np.log(50.0), 0.1), pm.HalfNormal("sigma", 1.0)
+        bk.gp.marginal_likelihood("y", X1, Y1, bk.kernels.RBF(ell), sigma, approx=bk.approx.HSGP(m=40, c=1.6))
+    point = {"ell_log__": np.log(50.0), "sigma_log__": np.log(0.3)}
+    center, L = np.array([(X1.max() + X1.min()) / 2]), 1.6 * np.array([(X1.max() - X1.min()) / 2])
+    Phi, omega = basis_reference(X1[:, None], center, L, (40,))
+    v = rbf_psd(omega, 50.0)
+    assert np.sum(v == 0.0) > 30  # the case: most spectral densities underflow
+    value = model.compile_logp(vars=model.observed_RVs, jacobian=False)(point)
+    grad = model.compile_dlogp(vars=[model["ell"], model["sigma"]], jacobian=False)(point)
+    assert np.all(np.isfinite(grad))
+    assert value == pytest.approx(dense_lml(Phi, np.maximum(v, np.finfo(float).tiny), Y1, 0.3), rel=1e-10)
 
 
 def test_the_solver_is_the_weight_space_blr_of_the_basis_with_spectral_variances():

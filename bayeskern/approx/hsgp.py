@@ -168,10 +168,11 @@ def _lengthscale_range(kernel: Kernel) -> tuple[float, float, str]:
     low, high, rules = [], [], []
     for node in _stationary_parts(kernel):
         ell = node.hyperparameters["lengthscale"]
-        values = np.asarray(pm.draw(ell, draws=PRIOR_DRAWS, random_seed=0)) if is_symbolic(ell) else np.asarray(ell)
-        low.append(np.quantile(values, PRIOR_QUANTILES[0]) if is_symbolic(ell) else np.min(values))
-        high.append(np.quantile(values, PRIOR_QUANTILES[1]) if is_symbolic(ell) else np.max(values))
-        rules.append(_RULES[type(node)])
+        if is_symbolic(ell):
+            lo, hi = np.quantile(pm.draw(ell, draws=PRIOR_DRAWS, random_seed=0), PRIOR_QUANTILES)
+        else:
+            lo, hi = np.min(ell), np.max(ell)
+        low.append(lo), high.append(hi), rules.append(_RULES[type(node)])
     # the roughest rule (largest a₂) decides m: Matérn 3/2 before 5/2 before the RBF
     rule = max(rules, key=["expquad", "matern52", "matern32"].index)
     return float(min(low)), float(max(high)), rule
@@ -234,12 +235,8 @@ class HSGP:
         """Add the collapsed HSGP likelihood t ~ N(0, ΦVΦᵀ + σ²I) to the current PyMC model (see `bayeskern.gp.marginal_likelihood`)."""
         name, X = check_name(name), as_inputs(X, "X")
         t = as_targets(y, X.shape[0], "y")
-        kernel, sigma = check_kernel(kernel), check_sigma(sigma, allow_zero=False)
-        basis = self.basis(kernel, X)
-        rows = DesignRows(basis, X, t, M=basis.n_features(X.shape[1]))
-        omega = pt.as_tensor_variable(basis.frequencies)
-        variances = _variance_vector(kernel, omega, bind_given)
-        record = HSGPLikelihood(X, t, sigma, kernel, basis, rows)
+        record = self._record(check_kernel(kernel), X, t, check_sigma(sigma, allow_zero=False))
+        basis, rows = record.basis, record.rows
         gram, proj = pytensor.shared(rows.gram, name=f"{name}_gram"), pytensor.shared(rows.proj, name=f"{name}_proj")
         y_data = pytensor.shared(t, name=f"{name}_y", shape=(None,))
 
@@ -253,7 +250,7 @@ class HSGP:
                 raise ValueError("the collapsed HSGP likelihood holds the statistics ΦᵀΦ, Φᵀt of its observed y only")
             return log_evidence_from_statistics(gram, proj, float(t @ t), len(t), v, sigma)
 
-        obs = pm.CustomDist(name, variances, sigma, dist=generate, logp=logp, signature="(m),()->(n)", observed=y_data, **kwargs)
+        obs = pm.CustomDist(name, record.variances(), record.sigma, dist=generate, logp=logp, signature="(m),()->(n)", observed=y_data, **kwargs)
         return attach(obs, record)
 
     def condition(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma: float, box_of: np.ndarray | None = None) -> WeightSpaceBLR:
@@ -261,8 +258,12 @@ class HSGP:
 
         `box_of`: the inputs whose range sets the box and m (X if None) — all the data, when X is a subsample.
         """
+        return self._record(kernel, X, t, sigma, box_of).condition()
+
+    def _record(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma, box_of: np.ndarray | None = None) -> "HSGPLikelihood":
+        """The likelihood record: the basis for `box_of` (X if None) and the statistics of Φ(X) with t."""
         basis = self.basis(kernel, X if box_of is None else box_of)
-        return HSGPLikelihood(X, t, sigma, kernel, basis, DesignRows(basis, X, t, M=basis.n_features(X.shape[1]))).condition()
+        return HSGPLikelihood(X, t, sigma, kernel, basis, DesignRows(basis, X, t))
 
 
 def _automatic(kernel: Kernel, S: np.ndarray, m, c, d: int) -> tuple[tuple, float]:

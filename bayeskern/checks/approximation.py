@@ -127,8 +127,18 @@ class ApproximationError:
         return record_dict(self)
 
 
+#: the audit conditions the exact GP on at most this many points (O(AUDIT_POINTS³))
+AUDIT_POINTS = 2000
+
+
+def subsample_rows(n: int, size: int, seed) -> np.ndarray:
+    """Row indices, in order: `size` of the n rows drawn without replacement by `seed`, or all of them when n ≤ size."""
+    rng = np.random.default_rng(check_seed(seed))
+    return np.sort(rng.choice(n, size, replace=False)) if n > size else np.arange(n)
+
+
 def approximation_error(
-    kernel: Kernel, approx, X, y, sigma, Xnew=None, subsample: int = 2000, seed=0,
+    kernel: Kernel, approx, X, y, sigma, Xnew=None, subsample: int = AUDIT_POINTS, seed=0,
     mean_tol: float = 1e-2, var_tol: float = 0.05, lml_tol: float = 1e-3,
 ) -> ApproximationError:
     """How far `approx` (e.g. `bayeskern.approx.HSGP(m=120, c=1.5)`) is from the exact GP with `kernel` on this data.
@@ -142,8 +152,7 @@ def approximation_error(
     sigma = float(check_sigma(sigma, allow_zero=False))
     subsample = check_integer(subsample, "subsample", 2)
     tolerances = [float(check_number(v, name, positive=True, scalar=True)) for v, name in ((mean_tol, "mean_tol"), (var_tol, "var_tol"), (lml_tol, "lml_tol"))]
-    rng = np.random.default_rng(check_seed(seed))
-    rows = np.sort(rng.choice(len(X), subsample, replace=False)) if len(X) > subsample else np.arange(len(X))
+    rows = subsample_rows(len(X), subsample, seed)
     Xs, ys = X[rows], y[rows]
     Xnew = Xs if Xnew is None else as_inputs(Xnew, "Xnew")
     same_columns(X, Xnew, "X", "Xnew")
