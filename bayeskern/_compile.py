@@ -8,7 +8,9 @@ from collections.abc import Callable, Hashable, Iterator
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.mode import Mode, get_mode
+from pytensor.compile.rewriting import inline_ofg_node
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, equal_computations
 from pytensor.graph.replace import graph_replace
@@ -37,13 +39,19 @@ def _clip_by_ufuncs(fgraph, node):
     return [out.astype(node.outputs[0].dtype)]
 
 
+@node_rewriter([OpFromGraph])
+def _inline_op_from_graph(fgraph, node):
+    """An OpFromGraph's inner graph in place of the node: the Python linker would compile it apart, with fusion."""
+    return inline_ofg_node(node)
+
+
 #: PyTensor's Python linker with FAST_RUN's rewrites except elemwise fusion (a fused loop would run
-#: element by element in Python), plus `_clip_by_ufuncs`: every Op runs its numpy/SciPy `perform`, so
+#: element by element in Python), plus `_clip_by_ufuncs` and `_inline_op_from_graph`: every Op runs its numpy/SciPy `perform`, so
 #: compiling costs the rewrites alone (~0.3 s) where Numba needs seconds per new graph — for graphs
 #: evaluated too few times, or on arrays too small, for Numba's compilation to pay for itself
 NUMPY = Mode(
     linker="py",
-    optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion").register((in2out(_clip_by_ufuncs), 49.5)),
+    optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion").register((in2out(_clip_by_ufuncs), 49.5), (in2out(_inline_op_from_graph), 0.5)),
 )
 
 _MAX_ENTRIES = 512

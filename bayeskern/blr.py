@@ -292,7 +292,10 @@ class WeightSpaceBLR(Conditioned):
         return _feature_kernel(self.features, self.prior_cov)
 
     def _latent(self, Xnew, full_cov):
-        Phi_new = design_matrix(self.features, Xnew)
+        return self._from_features(design_matrix(self.features, Xnew), full_cov)
+
+    def _from_features(self, Phi_new, full_cov):
+        """Mean, variance and (with `full_cov`) covariance of f = Φ*w at the points whose features are `Phi_new`."""
         mean = Phi_new @ self.weights_mean  # y(x) = m_Nᵀ φ(x)   (PRML 3.58)
         H = self._G @ Phi_new.T  # Φ*S_NΦ*ᵀ = HᵀH
         var = np.sum(H**2, axis=0)  # σ²_N(x) − σ² = φ(x)ᵀ S_N φ(x)   (PRML 3.59)

@@ -303,16 +303,45 @@ class RandomFourier(FeatureMap):
         return {"n_features": self.D, "lengthscale": self.lengthscale, "input_dim": self.input_dim, "seed": self.seed}
 
 
-class MercerFeatures(FeatureMap):
+class KernelProjection(FeatureMap):
+    """φ(x) = Pᵀ k(X_basis, x): a kernel's values at basis points X_basis, projected by P (Nyström-type features).
+
+    The kernel is a child part and X_basis, P are numbers fed in: one compiled graph per structure.
+    A subclass chooses P: Λ^(−½)U (`MercerFeatures`), L⁻ᵀ of a Cholesky factor (`bayeskern.approx.VFE`).
+    """
+
+    X_basis = parameter("X_basis", "the basis points (n_basis, d)")
+    projection = parameter("projection", "P (n_basis, M)")
+
+    def __init__(self, kernel, X_basis: np.ndarray, projection: np.ndarray):
+        super().__init__(X_basis=X_basis, projection=projection)
+        self.children = (kernel,)
+
+    @property
+    def kernel(self):
+        """The kernel k whose values at the basis points these features project."""
+        return self.children[0]
+
+    def n_features(self, d: int) -> int:
+        return self.projection.shape[1]
+
+    def _check_input_dim(self, d: int) -> None:
+        if d != self.X_basis.shape[1]:
+            raise ValueError(f"the basis points have {self.X_basis.shape[1]} column(s) but X has {d}")
+
+    def _graph(self, X, bind):
+        p = bind(self)
+        K = self.kernel._build(X, p["X_basis"], False, bind)  # k(x, X_basis), (n, n_basis)
+        return pt.dot(K, p["projection"])  # φ(x) = Pᵀ k(X_basis, x)
+
+
+class MercerFeatures(KernelProjection):
     """Eigen-features of a kernel on basis points: Φ = U√Λ on X_basis, K(X_basis, X_basis) = UΛUᵀ (seed 001).
 
     At new points the Nyström extension φ(x) = Λ^(−½) Uᵀ k(X_basis, x), which equals U√Λ on the basis
     points, so ΦΦᵀ reproduces the Gram matrix there. `n_components`: keep the largest (all above the
     round-off floor n·ε·λmax by default). `kernel`: a kernel with numeric hyperparameters.
     """
-
-    X_basis = parameter("X_basis", "the basis points (n_basis, d)")
-    projection = parameter("projection", "U Λ^(−½) (n_basis, M)")
 
     @numerical_failure("the kernel's values on X_basis overflow float64, or its eigendecomposition fails: scale or center X_basis")
     def __init__(self, kernel, X_basis, n_components: int | None = None):
@@ -324,26 +353,7 @@ class MercerFeatures(FeatureMap):
         if n_components is not None:
             keep &= np.arange(len(lam)) < check_integer(n_components, "n_components", 1)
         self.eigenvalues, self.eigenvectors = lam[keep], U[:, keep]
-        # the kernel is a child part and the basis and U Λ^(−½) are numbers fed in: one compiled graph per structure
-        super().__init__(X_basis=X_basis, projection=self.eigenvectors / np.sqrt(self.eigenvalues)[None, :])
-        self.children = (kernel,)
-
-    @property
-    def kernel(self):
-        """The kernel k whose eigen-features these are."""
-        return self.children[0]
-
-    def n_features(self, d: int) -> int:
-        return len(self.eigenvalues)
-
-    def _check_input_dim(self, d: int) -> None:
-        if d != self.X_basis.shape[1]:
-            raise ValueError(f"X_basis has {self.X_basis.shape[1]} column(s) but X has {d}")
-
-    def _graph(self, X, bind):
-        p = bind(self)
-        K = self.kernel._build(X, p["X_basis"], False, bind)  # k(x, X_basis), (n, n_basis)
-        return pt.dot(K, p["projection"])  # φ(x) = Λ^(−½) Uᵀ k(X_basis, x)
+        super().__init__(kernel, X_basis, self.eigenvectors / np.sqrt(self.eigenvalues)[None, :])  # P = U Λ^(−½)
 
     def _repr_args(self):
         return {"n_basis": len(self.X_basis), "n_components": len(self.eigenvalues)}

@@ -313,6 +313,7 @@ REGISTRY: dict[str, Case] = {
          "mean_tol": "scale", "var_tol": "scale", "lml_tol": "scale"},
         use=lambda r: (r.mean_error, r.var_error, r.lml_error)),
     "bayeskern.approx.HSGP": Case(bk.approx.HSGP, lambda: {"m": 10, "c": 1.5}, {"m": "int", "c": "scale"}),
+    "bayeskern.approx.VFE": Case(bk.approx.VFE, lambda: {"n_inducing": 10, "seed": 0}, {"n_inducing": "int", "seed": "seed"}),
     "bayeskern.approx.check_approx": Case(bk.approx.check_approx, lambda: {"approx": bk.approx.HSGP(m=10, c=1.5)}, {"approx": "object"}),
     "bayeskern.checks.feature_error": Case(bk.checks.feature_error, lambda: {"phi": POLY2(), "kernel": K.Polynomial(2), "X": X.copy(), "rtol": 1e-8},
                                            {"phi": "features", "kernel": "kernel", "X": "X", "rtol": "scale"}),

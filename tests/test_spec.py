@@ -268,3 +268,12 @@ def test_an_approximation_raises_the_row_limit_and_builds_the_hsgp_likelihood(tm
     model = s.model(s.candidates[0], data)
     record = bk.likelihood.find_likelihood(model)[1]
     assert isinstance(record, bk.approx.hsgp.HSGPLikelihood) and record.basis.m == (30,)
+
+
+def test_vfe_in_a_spec_builds_the_inducing_point_likelihood(tmp_path):
+    s = spec.load(_write(tmp_path, BASE.replace("n = 8", "n = 60") + 'approx = "VFE(n_inducing=12)"\n'))
+    data = s.load_data()
+    record = bk.likelihood.find_likelihood(s.model(s.candidates[0], data))[1]
+    assert isinstance(record, bk.approx.vfe.VFELikelihood) and record.inducing.shape == (12, 1)
+    with pytest.raises(spec.SpecError, match="model.approx.*n_inducing must be an integer ≥ 1"):
+        spec.load(_write(tmp_path, BASE + 'approx = "VFE(n_inducing=0)"\n'))

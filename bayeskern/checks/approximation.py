@@ -109,7 +109,9 @@ class ApproximationError:
     `mean_error`: max |m̃(x) − m(x)| / sd(y) over the prediction points. `var_error`: max |ṽ(x)/v(x) − 1|
     of the predictive variance of a new observation (f plus σ², so that it is bounded away from 0).
     `lml_error`: |log p̃(t) − log p(t)| / n_points, per data point. `passed`: each within its tolerance
-    (`mean_tol`, `var_tol`, `lml_tol`). `approx`: what was audited, as text.
+    (`mean_tol`, `var_tol`, `lml_tol`). `approx`: what was audited, as text. For inducing points (VFE), also
+    `trace_term` tr(K − Q)/(2σ²), what the bound subtracts for the variance the inducing points miss, and
+    `nystrom_residual` tr(K − Q)/tr(K); None for other approximations.
     """
 
     mean_error: float
@@ -122,6 +124,8 @@ class ApproximationError:
     var_tol: float
     lml_tol: float
     approx: str
+    trace_term: float | None = None
+    nystrom_residual: float | None = None
 
     def to_dict(self) -> dict:
         return record_dict(self)
@@ -163,4 +167,5 @@ def approximation_error(
     lml_error = abs(approximate.log_marginal_likelihood - exact.log_marginal_likelihood) / len(rows)
     check_finite_result(np.array([mean_error, var_error, lml_error]), "the approximation audit's errors on y and sigma")
     passed = all(v <= tol for v, tol in zip((mean_error, var_error, lml_error), tolerances))
-    return ApproximationError(mean_error, var_error, lml_error, len(rows), len(Xnew), passed, *tolerances, repr(approx))
+    inducing = [getattr(approximate, name, None) for name in ("trace_term", "nystrom_residual")]
+    return ApproximationError(mean_error, var_error, lml_error, len(rows), len(Xnew), passed, *tolerances, repr(approx), *inducing)

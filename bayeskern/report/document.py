@@ -151,8 +151,12 @@ def _approximation(summary: dict) -> list[tuple]:
               f"hyperparameters and compared at {audit['n_predict']} points: {verdict} the tolerances (mean error ≤ "
               f"{_num(audit['mean_tol'], 2)}·sd(y), predictive-variance error ≤ {_num(audit['var_tol'], 2)}, "
               f"log-likelihood error ≤ {_num(audit['lml_tol'], 2)} per point)."),
-        ("table", ["quantity", "value"], [[k, _num(audit[k], 3)] for k in ("mean_error", "var_error", "lml_error")]),
+        ("table", ["quantity", "value"], [[k, _num(audit[k], 3)] for k in AUDIT_ROWS if audit.get(k) is not None]),
     ]
+
+
+#: the audit's rows in the report: the errors, and for inducing points the trace term and the Nyström residual
+AUDIT_ROWS = ("mean_error", "var_error", "lml_error", "trace_term", "nystrom_residual")
 
 
 def _reproduce(a, summary: dict) -> list[tuple]:

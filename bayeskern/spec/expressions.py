@@ -19,7 +19,7 @@ def _classes(module, base, excluded: set) -> dict:
 #: kernel constructors a spec may call: the public kernels of bayeskern.kernels
 KERNELS = _classes(kernels, kernels.Kernel, {"Kernel", "Sum", "Product", "Scaled", "FeatureKernel", "FisherKernel", "GenerativeModel"})
 #: approximations model.approx may call
-APPROXIMATIONS = {"HSGP": approx.HSGP}
+APPROXIMATIONS = {"HSGP": approx.HSGP, "VFE": approx.VFE}
 #: feature-map constructors a spec may call
 FEATURES = _classes(features, features.FeatureMap, {"FeatureMap", "MercerFeatures"})
 #: prior distributions a spec may declare, by their PyMC names

@@ -1,0 +1,216 @@
+"""Variational inducing points (Titsias 2009): the collapsed lower bound on log p(t) for any PSD kernel, O(nM²).
+
+With inducing inputs Z (M × d), Q = K_fu K_uu⁻¹ K_uf is the Nyström approximation of K(X, X), and the
+collapsed bound is  F(θ) = log N(t | 0, Q + σ²I) − tr(K − Q) / (2σ²) ≤ log p(t)  (Titsias 2009, eq. 9).
+Q is a Bayesian linear regression on the M features φ(x) = L⁻¹k(Z, x) (K_uu = LLᵀ) with w ~ N(0, I), so
+the conditioned model is the package's weight-space solver, with the trace term subtracted from its
+evidence and k(x, x) − φ(x)ᵀφ(x) added to its predictive variance (the VFE/DTC predictive).
+"""
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from pytensor.compile.builders import OpFromGraph
+from pytensor.tensor.linalg import cholesky, solve_triangular
+from scipy.cluster.vq import kmeans2
+
+from bayeskern._linalg import exact_cholesky, solve_lower
+from bayeskern._validation import as_inputs, as_targets, check_integer, check_kernel, check_name, check_sigma, is_symbolic, numerical_failure, same_columns
+from bayeskern.approx._titsias import INDUCING_JITTER, titsias_bound
+from bayeskern.blr import DesignRows, WeightSpaceBLR
+from bayeskern.features import KernelProjection, design_matrix
+from bayeskern.kernels import Kernel
+from bayeskern.likelihood import Likelihood, attach
+
+__all__ = ["VFE", "InducingFeatures", "InducingPosterior", "VFELikelihood"]
+
+#: inducing points chosen when neither `inducing` nor `n_inducing` is given (all points when n is smaller)
+DEFAULT_N_INDUCING = 300
+#: k-means runs on at most this many points per inducing point (a seeded subsample beyond)
+KMEANS_POINTS_PER_CENTER = 50
+
+
+def _jittered(Kuu, lib):
+    return Kuu + INDUCING_JITTER * lib.mean(lib.diagonal(Kuu)) * lib.eye(Kuu.shape[0])  # K_uu + δI
+
+
+def _kernel_recomputed(kernel: Kernel, Z, X):
+    """K(Z, X) as one Op of the hyperparameters, whose gradient recomputes the kernel inside its own fused pass.
+
+    Inlined, PyTensor would keep every intermediate of the forward pass (per-column differences, squares,
+    exponentials: a dozen M × n arrays) for the backward pass that follows the bound's Op; recomputing costs
+    one pass. Measured at n = 20 000, M = 300, 5-D ARD RBF: 0.30 s instead of 0.88 s per value and gradient.
+    """
+    nodes = [(node, name, pt.as_tensor_variable(v)) for node in kernel.walk() for name, v in node.parameters().items()]
+    stand_ins = [v.type() for _, _, v in nodes]
+    bound = {}
+    for (node, name, _), s in zip(nodes, stand_ins):
+        bound.setdefault(id(node), {})[name] = s
+    z, x = Z.type(), X.type()
+    K = kernel._build(z, x, False, lambda node: bound.get(id(node), {}))
+    return OpFromGraph([*stand_ins, z, x], [K])(*(v for _, _, v in nodes), Z, X)
+
+
+class InducingFeatures(KernelProjection):
+    """φ(x) = L⁻¹k(Z, x) with K_uu + δI = LLᵀ: φ(x)ᵀφ(x′) = k(x, Z)(K_uu + δI)⁻¹k(Z, x′), the Nyström kernel Q."""
+
+    @numerical_failure("the kernel's values at the inducing points overflow float64 or are not positive definite: scale or center X")
+    def __init__(self, kernel, Z: np.ndarray):
+        Kuu = _jittered(kernel.evaluate(Z), np)
+        L = exact_cholesky(Kuu)
+        if L is None:
+            raise ValueError(
+                f"the kernel {kernel!r} is not positive definite at the inducing points (K_uu + δI has no Cholesky "
+                "factor): VFE needs a PSD kernel; check it with bayeskern.checks.psd"
+            )
+        super().__init__(kernel, Z, solve_lower(L, np.eye(len(Z))).T)  # P = L⁻ᵀ: φ(x) = L⁻¹k(Z, x)
+
+    def _repr_args(self):
+        return {"n_inducing": len(self.X_basis)}
+
+
+class InducingPosterior(WeightSpaceBLR):
+    """The VFE model conditioned on t: the weight-space solver on `InducingFeatures` with w ~ N(0, I), plus the parts Q leaves out.
+
+    `log_marginal_likelihood` is the bound F (the BLR's log N(t | 0, Q + σ²I) minus `trace_term` = tr(K − Q)/(2σ²));
+    `nystrom_residual` = tr(K − Q)/tr(K), how much prior variance the inducing points miss at the data. The
+    predictive of f at x adds k(x, x) − φ(x)ᵀφ(x) to the BLR's variance (Titsias 2009, eq. 6). Leave-one-out
+    is that of the training model N(0, Q + σ²I).
+    """
+
+    def __init__(self, kernel: Kernel, Z: np.ndarray, X: np.ndarray, t: np.ndarray, sigma: float):
+        self.kernel, features = kernel, InducingFeatures(kernel, Z)
+        rows = DesignRows(features, X, t)
+        super().__init__(features, X, t, sigma, np.ones(rows.M), rows)
+        prior = float(np.sum(kernel._values(X, diag=True)))  # tr K
+        explained = sum(float(np.sum(block**2)) for _, block in rows.blocks())  # tr Q = ‖Φ‖²_F
+        residual = max(prior - explained, 0.0)  # tr(K − Q) ≥ 0; round-off below 0 is 0
+        self.nystrom_residual = residual / prior if prior > 0 else 0.0
+        self.trace_term = residual / (2.0 * sigma**2)
+        self.log_marginal_likelihood -= self.trace_term  # F = log N(t | 0, Q + σ²I) − tr(K − Q)/(2σ²)
+
+    def _latent(self, Xnew, full_cov):
+        Phi_new = design_matrix(self.features, Xnew)
+        mean, var, cov = self._from_features(Phi_new, full_cov)
+        missed = self.kernel._values(Xnew, diag=True) - np.sum(Phi_new**2, axis=1)  # k(x, x) − q(x, x) ≥ 0
+        var = var + np.maximum(missed, 0.0)
+        if full_cov:
+            cov = cov + self.kernel._values(Xnew) - Phi_new @ Phi_new.T  # K** − Q**
+        return mean, var, cov
+
+    def prior_variance(self, Xnew) -> float:
+        return float(np.max(self.kernel._values(Xnew, diag=True), initial=0.0))
+
+    def draws_from(self, prediction, n: int, rng: np.random.Generator) -> np.ndarray:
+        return super(WeightSpaceBLR, self).draws_from(prediction, n, rng)  # K** − Q** is not in weight space: the covariance's route
+
+
+def _check_inducing(inducing, n_inducing):
+    if inducing is not None and n_inducing is not None:
+        raise ValueError("give inducing (the points) or n_inducing (how many to choose), not both")
+    if n_inducing is not None:
+        check_integer(n_inducing, "n_inducing", 1)
+    if inducing is not None:
+        if is_symbolic(inducing):
+            raise ValueError("inducing must be numbers (the inducing inputs Z, (M, d)); they are not fitted")
+        as_inputs(inducing, "inducing")
+
+
+@dataclass(frozen=True)
+class VFE:
+    """Titsias' variational inducing points, for `approx=` of `bayeskern.gp.marginal_likelihood` and `bayeskern.gp.condition`.
+
+    `inducing`: the inducing inputs Z (M, d), fixed. `n_inducing`: how many to choose instead, by k-means
+    on X (seeded by `seed`; on a subsample of KMEANS_POINTS_PER_CENTER·M rows when n is larger); neither:
+    DEFAULT_N_INDUCING. With n ≤ M the data points themselves. Any PSD kernel, any input dimension; the
+    model's log density is the collapsed bound F ≤ log p(t), O(nM²) per evaluation. The inducing inputs
+    are not optimised: more of them (or better placed ones) can only raise F.
+    """
+
+    inducing: object = field(default=None, repr=False)
+    n_inducing: int | None = None
+    seed: int = 0
+
+    def __post_init__(self):
+        _check_inducing(self.inducing, self.n_inducing)
+        check_integer(self.seed, "seed", 0)
+
+    def __repr__(self) -> str:
+        given = f"inducing=<{len(as_inputs(self.inducing, 'inducing'))} points>" if self.inducing is not None else f"n_inducing={self.n_inducing}"
+        return f"VFE({given})" if self.seed == 0 else f"VFE({given}, seed={self.seed})"
+
+    def inducing_points(self, X: np.ndarray) -> np.ndarray:
+        """Z for the data X: as given (checked against X's columns), else k-means centres of X (X itself when n ≤ M)."""
+        if self.inducing is not None:
+            Z = as_inputs(self.inducing, "inducing")
+            same_columns(X, Z, "X", "inducing")
+            return Z
+        M = self.n_inducing or DEFAULT_N_INDUCING
+        if len(X) <= M:
+            return X.copy()
+        rng = np.random.default_rng(self.seed)
+        points = X[rng.choice(len(X), KMEANS_POINTS_PER_CENTER * M, replace=False)] if len(X) > KMEANS_POINTS_PER_CENTER * M else X
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # an empty cluster is re-seeded by '++'; its warning is not the user's
+            Z, _ = kmeans2(points, M, minit="++", seed=rng)
+        return np.unique(Z, axis=0)  # coincident centres would make K_uu singular
+
+    def marginal_likelihood(self, name: str, X, y, kernel: Kernel, sigma, **kwargs):
+        """Add the collapsed VFE bound as the log density of y to the current PyMC model (see `bayeskern.gp.marginal_likelihood`)."""
+        name, X = check_name(name), as_inputs(X, "X")
+        t = as_targets(y, X.shape[0], "y")
+        kernel, sigma = check_kernel(kernel), check_sigma(sigma, allow_zero=False)
+        kernel._check_tree_input_dim(X.shape[1])
+        Z = self.inducing_points(X)
+        X_data = pytensor.shared(X, name=f"{name}_X", shape=(None, X.shape[1]))
+        Z_data = pytensor.shared(Z, name=f"{name}_Z", shape=(None, X.shape[1]))
+        y_data = pytensor.shared(t, name=f"{name}_y", shape=(None,))
+        Kuu, Kuf, kdiag = kernel.full(Z_data), _kernel_recomputed(kernel, Z_data, X_data), kernel.diag(X_data)
+
+        def generate(Kuu, Kuf, kdiag, sigma, size):
+            L = cholesky(_jittered(Kuu, pt), lower=True)
+            Phi = solve_triangular(L, Kuf, lower=True).T  # φ(x) = L⁻¹k(Z, x): prior draws of the Nyström model Q
+            z = pm.Normal.dist(0.0, 1.0, shape=(Phi.shape[1],))
+            return pt.dot(Phi, z) + pm.Normal.dist(0.0, sigma, shape=(Phi.shape[0],))
+
+        def logp(value, Kuu, Kuf, kdiag, sigma):
+            return titsias_bound(Kuu, Kuf, kdiag, value, sigma)
+
+        obs = pm.CustomDist(name, Kuu, Kuf, kdiag, sigma, dist=generate, logp=logp, signature="(m,m),(m,n),(n),()->(n)", observed=y_data, **kwargs)
+        return attach(obs, VFELikelihood(X, t, sigma, kernel, Z))
+
+    def condition(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma: float, box_of: np.ndarray | None = None) -> InducingPosterior:
+        """The VFE model at numeric hyperparameters (see `bayeskern.gp.condition`); `box_of`: the inputs the inducing points are chosen from (X if None)."""
+        kernel = check_kernel(kernel)
+        kernel._check_tree_input_dim(X.shape[1])
+        return InducingPosterior(kernel, self.inducing_points(X if box_of is None else box_of), X, t, sigma)
+
+
+@dataclass(frozen=True)
+class VFELikelihood(Likelihood):
+    """The record of the collapsed VFE bound in a PyMC model: data, σ, the exact kernel and the inducing inputs Z."""
+
+    X: np.ndarray
+    y: np.ndarray
+    sigma: object
+    kernel: Kernel
+    inducing: np.ndarray = field(repr=False)
+
+    def hyperparameters(self) -> list:
+        return [self.sigma] + [v for node in self.kernel.walk() for v in node.parameters().values()]
+
+    def with_values(self, value) -> "VFELikelihood":
+        return VFELikelihood(self.X, self.y, float(value(self.sigma)), self.kernel.map_hyperparameters(value), self.inducing)
+
+    def gram_kernel(self) -> Kernel:
+        return self.kernel  # the prior of f is the exact kernel's; Q is how the bound sees it
+
+    def check_inputs(self, X: np.ndarray) -> None:
+        self.kernel._check_tree_input_dim(X.shape[1])
+
+    def condition(self) -> InducingPosterior:
+        return InducingPosterior(self.kernel, self.inducing, self.X, self.y, float(self.sigma))
