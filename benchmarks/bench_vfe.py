@@ -32,11 +32,11 @@ def data(n: int, seed: int = 0, n_features: int = 3000):
 
 
 def fit(X, y, n_inducing: int):
+    t = time.perf_counter()  # from the model's building (k-means for the inducing points) to the fitted result
     with pm.Model() as model:
         ell = pm.InverseGamma("ell", 3.0, 3.0, shape=X.shape[1])
         amp, sigma = pm.HalfNormal("amp", 2.0), pm.HalfNormal("sigma", 1.0)
         bk.gp.marginal_likelihood("y", X, y, amp * bk.kernels.RBF(lengthscale=ell), sigma, approx=bk.approx.VFE(n_inducing=n_inducing))
-    t = time.perf_counter()
     eb = bk.fit.empirical_bayes(model, restarts=2, seed=0)
     return eb, time.perf_counter() - t
 
