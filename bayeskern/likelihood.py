@@ -47,6 +47,10 @@ class Likelihood(ABC):
         """How many data rows one evaluation of the log density passes over (n; 0 when it works from statistics)."""
         return len(self.y)
 
+    def fit_warnings(self) -> list[str]:
+        """What a numeric record at fitted hyperparameters finds wrong with its own approximation (none for an exact model)."""
+        return []
+
     def weight_space(self) -> tuple | None:
         """(φ, Σ) when the model is a regression on features, w ~ N(0, Σ); None for a kernel model."""
         return None

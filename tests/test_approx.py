@@ -171,6 +171,29 @@ def test_empirical_bayes_on_the_hsgp_reaches_a_stationary_point_of_the_approxima
     assert eb.params["sigma"] == pytest.approx(0.1, rel=0.2)  # the simulated noise
 
 
+def test_a_fitted_length_scale_the_basis_cannot_resolve_is_reported_with_pymcs_numbers():
+    X = np.linspace(0.0, 10.0, 400)
+    y = np.sin(6.0 * X) + 0.05 * RNG.standard_normal(400)  # wiggles on a scale ~0.15: 10 functions over [−7.5, 7.5] cannot follow
+    with pm.Model():
+        ell, amp, sigma = pm.HalfNormal("ell", 1.0), pm.HalfNormal("amp", 2.0), pm.HalfNormal("sigma", 1.0)
+        bk.gp.marginal_likelihood("y", X, y, amp * bk.kernels.RBF(ell), sigma, approx=bk.approx.HSGP(m=10, c=1.5))
+        with pytest.warns(bk.fit.FitWarning, match=r"length scale .* not resolved by the basis \(m = 10, L = 7.5") as caught:
+            eb = bk.fit.empirical_bayes(restarts=1, seed=0)
+    # PyMC's rule at the fitted ℓ on the data's half-range S = 5, scaled from its c to this box's c = 1.5
+    from pymc.gp.hsgp_approx import approx_hsgp_hyperparams
+    m_rule, c_rule = approx_hsgp_hyperparams([-5.0, 5.0], [eb.params["ell"], eb.params["ell"] * (1 + 1e-9)], "expquad")
+    assert any(f"m ≥ {int(np.ceil(m_rule * 1.5 / c_rule))}" in str(w.message) for w in caught)
+
+
+def test_a_basis_that_resolves_the_fitted_length_scale_stays_quiet():
+    record = hsgp_model(X1, Y1, bk.approx.HSGP(m=50, c=1.6)).observed_RVs[0].tag.bayeskern
+    values = {"theta0": 1.0, "ell": 0.7, "theta2": 0.1, "theta3": 0.1, "sigma": 0.1}
+    assert record.with_values(lambda v: values[v.name]).fit_warnings() == []  # ℓ = 0.7, S = 2.5: the rule asks m ≥ 10 at c = 1.6
+    short = record.with_values(lambda v: {**values, "ell": 0.05}[v.name])  # the rule asks m ≥ 140
+    (message,) = short.fit_warnings()
+    assert "0.05 of RBF in column 0" in message and "m = 50" in message
+
+
 def test_streamed_rows_give_the_numbers_of_the_held_design_matrix(monkeypatch):
     """Φ in row blocks of 7·M entries (22 blocks) against Φ whole: the same statistics, LML, LOO and predictions."""
     held = bk.gp.condition(PRML, X1, Y1, 0.15, approx=bk.approx.HSGP(m=30, c=1.6))

@@ -27,8 +27,7 @@ from bayeskern.likelihood import Likelihood, attach
 
 __all__ = ["HSGP", "HSGPLikelihood", "HilbertBasis"]
 
-#: the kernels HSGP approximates by their spectral density, with PyMC's constants (a₁, a₂) of
-#: `approx_hsgp_hyperparams`: c ≥ a₁ℓ/S, m ≥ a₂c/(ℓ/S) (Riutort-Mayol et al. 2023, 1-D rules)
+#: the kernels HSGP approximates by their spectral density, with PyMC's names for `approx_hsgp_hyperparams`
 _RULES = {RBF: "expquad", Matern52: "matern52", Matern32: "matern32"}
 #: c when neither c nor L is given and the length scales allow it: PyMC's floor of the rule
 C_MIN = 1.2
@@ -178,6 +177,24 @@ def _lengthscale_range(kernel: Kernel) -> tuple[float, float, str]:
     return float(min(low)), float(max(high)), rule
 
 
+def _resolution(node: Kernel, basis: HilbertBasis, S: np.ndarray) -> list[str]:
+    """The columns where `node`'s numeric length scale ℓ needs more than `basis` has by PyMC's rule (data half-range S):
+    a box of half-width L ≥ c_rule·S, c_rule = max(a₁ℓ/S, 1.2), and m ≥ m_rule·(L/S)/c_rule functions (m ∝ c at fixed ℓ)."""
+    L, m = basis.parameters()["L"], basis.m
+    ell = np.broadcast_to(np.asarray(node.hyperparameters["lengthscale"], dtype=np.float64), L.shape)
+    messages = []
+    for k in range(len(L)):
+        m_rule, c_rule = approx_hsgp_hyperparams([-S[k], S[k]], [ell[k], ell[k] * (1 + 1e-9)], _RULES[type(node)])
+        needed_m, needed_L = int(np.ceil(m_rule * (L[k] / S[k]) / c_rule)), c_rule * S[k]
+        if m[k] < needed_m or L[k] < needed_L * (1 - 1e-9):
+            messages.append(
+                f"HSGP: the fitted length scale {ell[k]:.3g} of {type(node).__name__} in column {k} is not resolved by the basis "
+                f"(m = {m[k]}, L = {L[k]:.3g}, data half-range {S[k]:.3g}): PyMC's rule asks for m ≥ {needed_m} and L ≥ "
+                f"{needed_L:.3g}; refit with a larger m or c, or measure the error with bayeskern.checks.approximation_error"
+            )
+    return messages
+
+
 def _check_m(m, d: int) -> tuple | None:
     if m is None:
         return None
@@ -314,6 +331,11 @@ class HSGPLikelihood(Likelihood):
 
     def rows_per_evaluation(self) -> int:
         return 0  # the log density reads ΦᵀΦ, Φᵀt, tᵀt: O(M³), whatever n
+
+    def fit_warnings(self) -> list[str]:
+        """Fitted length scales the basis does not resolve by PyMC's `approx_hsgp_hyperparams` rule, one message per column."""
+        S = (self.X.max(axis=0) - self.X.min(axis=0)) / 2.0  # the data's half-range, as the box was built
+        return [message for node in _stationary_parts(self.kernel) for message in _resolution(node, self.basis, S)]
 
     def gram_kernel(self) -> Kernel:
         return FeatureKernel(self.basis, self.variances())  # k̃(x, x′) = φ(x)ᵀVφ(x′), the approximate kernel

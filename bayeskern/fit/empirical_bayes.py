@@ -527,6 +527,8 @@ def _warn(result: EmpiricalBayesResult) -> None:
             FitWarning,
             stacklevel=3,
         )
+    for message in result.plug_in.numeric(result.params).fit_warnings():
+        warnings.warn(message, FitWarning, stacklevel=3)
     if len(result.optima) > 1:
         second = result.optima[1]
         warnings.warn(
