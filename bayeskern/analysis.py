@@ -10,7 +10,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from bayeskern import blr, checks, gp
+from bayeskern import blr, checks, cv, gp
 from bayeskern._compile import exact_arithmetic
 from bayeskern.datasets import Data
 from bayeskern.fit import compare_eb_mcmc, diagnose, empirical_bayes, mcmc, predictive_bands
@@ -46,7 +46,8 @@ class Analysis:
     grid). `loo_eb`: (mean, sd) of p(tᵢ | t₋ᵢ, θ̂) at every observation (R&W 5.10–5.12). `idata`: the MCMC
     DataTree; `bands`: its predictive bands on the grid; `loo_pit`: ArviZ's LOO-PIT values.
     `prior_draws`: (hyperparameters, sample functions on the grid) for the prior figure.
-    `spectrum`: the eigenvalues of the Gram matrix at `point`, ascending.
+    `spectrum`: the eigenvalues of the Gram matrix at `point`, ascending. With [cv]: `cv_folds` the held-out
+    rows of each fold and `cv` one `bayeskern.cv.KFoldResult` per candidate.
     """
 
     spec: Spec
@@ -67,6 +68,8 @@ class Analysis:
     spectrum: np.ndarray | None = None
     checks: dict = field(default_factory=dict)
     kernel_trick_curves: dict | None = None
+    cv_folds: list | None = None
+    cv: list | None = None
     seconds: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
 
@@ -94,6 +97,8 @@ def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None]
         seconds = _fit_candidates(spec, candidates, seed, say, caught)
         selected = 0 if len(candidates) == 1 else int(np.argmax([c.log_marginal_likelihood for c in candidates]))
         result = Analysis(spec, data, seed, candidates, selected, point={}, seconds=seconds)
+        if spec.cv is not None:
+            _cross_validate(result, say, caught)
         obs, record = find_likelihood(result.chosen.model)
         plug_in = result.chosen.eb.plug_in if result.chosen.eb is not None else PlugIn(result.chosen.model, record)
         Xgrid = None if spec.grid is None else spec.grid[:, None]
@@ -118,6 +123,23 @@ def _fit_candidates(spec: Spec, candidates: list, seed: int, say: Callable, caug
                 w.message = f"{c.expression}: {w.message}"
         say(f"  log p(t | θ̂) = {c.eb.log_marginal_likelihood:.4f}   ({time.perf_counter() - started:.1f} s)")
     return {"empirical_bayes": sum(c.eb.seconds for c in candidates)}
+
+
+def _cross_validate(result: Analysis, say: Callable, caught: list) -> None:
+    """K-fold cross-validation of every candidate (`bayeskern.cv`); the warnings of its fits name the candidate and say cv."""
+    spec, started = result.spec, time.perf_counter()
+    result.cv_folds = cv.fold_indices(len(result.data.y), spec.cv.folds, spec.cv.shuffle, spec.cv.seed)
+    result.cv = []
+    for i, c in enumerate(result.candidates):
+        before = len(caught)
+        say(f"cross-validation {i + 1}/{len(result.candidates)}: {c.expression} ({spec.cv.folds} folds"
+            f"{', refitted' if spec.cv.refit else ', hyperparameters from all the data'}) …")
+        result.cv.append(cv.kfold(spec, i, result.data, result.cv_folds, result.seed, spec.cv.refit, c.eb))
+        for w in caught[before:]:
+            w.message = f"{c.expression}: cross-validation: {w.message}"
+        done = result.cv[-1]
+        say(f"  elpd_kfold = {done.elpd:.4f} (se {done.se:.4f})" if done.error is None else f"  failed: {done.error}")
+    result.seconds["cross_validation"] = time.perf_counter() - started
 
 
 def _sample(result: Analysis, obs_name: str, Xgrid, say: Callable, progressbar: bool) -> None:

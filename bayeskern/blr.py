@@ -6,7 +6,7 @@ factorisation never needs jitter and Σ is never inverted.
 """
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pymc as pm
@@ -144,6 +144,10 @@ class BLRLikelihood(Likelihood):
 
     def condition(self) -> "WeightSpaceBLR":
         return _condition_on(self.features, self.X, self.y, float(self.sigma), self.prior_cov, self.rows)
+
+    def on_rows(self, rows: np.ndarray) -> "BLRLikelihood":
+        held = None if self.rows.Phi is None else self.rows.Phi[rows]
+        return replace(self, X=self.X[rows], y=self.y[rows], rows=DesignRows(self.features, self.X[rows], self.y[rows], held))
 
 
 #: inputs farther from 0 than this many standard deviations sit "far from zero" (`offset_ratio`)

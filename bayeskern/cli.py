@@ -64,6 +64,9 @@ def run(path, out=None, seed=None, where: dict | None = None) -> Path:
     analysis = run_analysis(spec, seed=seed, say=_say, progressbar=sys.stderr.isatty())
     folder = write_report(analysis, folder, say=_say)
     _say(f"wrote {folder}/ (index.html, report.md, figures/, results.nc, summary.json) in {time.perf_counter() - started:.0f} s")
+    failed = [f"{r.candidate} ({r.error})" for r in analysis.cv or [] if r.error is not None]
+    if failed:  # the report is written, with the error in its row; the exit code says the run is not complete
+        raise RuntimeError(f"cross-validation failed for {len(failed)} candidate(s): {'; '.join(failed)}")
     return folder
 
 

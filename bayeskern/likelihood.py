@@ -6,6 +6,7 @@ hyperparameters, a numeric copy, its Gram kernel, its conditioned model. Fitters
 branch on which one it is.
 """
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
@@ -46,6 +47,10 @@ class Likelihood(ABC):
     def rows_per_evaluation(self) -> int:
         """How many data rows one evaluation of the log density passes over (n; 0 when it works from statistics)."""
         return len(self.y)
+
+    def on_rows(self, rows: np.ndarray) -> "Likelihood":
+        """The same model — hyperparameters, basis, inducing points — on the data rows `rows` only (a training split)."""
+        return dataclasses.replace(self, X=self.X[rows], y=self.y[rows])
 
     def fit_warnings(self) -> list[str]:
         """What a numeric record at fitted hyperparameters finds wrong with its own approximation (none for an exact model)."""

@@ -329,6 +329,10 @@ class HSGPLikelihood(Likelihood):
         graph = lambda W, _, bind: _variance_vector(self.kernel, W, bind)  # noqa: E731
         return self.kernel._run_graph("hsgp-variances", omega, None, graph, pairs=0)
 
+    def on_rows(self, rows: np.ndarray) -> "HSGPLikelihood":
+        X, y = self.X[rows], self.y[rows]  # the basis (box, m) stays that of all the data
+        return HSGPLikelihood(X, y, self.sigma, self.kernel, self.basis, DesignRows(self.basis, X, y))
+
     def rows_per_evaluation(self) -> int:
         return 0  # the log density reads ΦᵀΦ, Φᵀt, tᵀt: O(M³), whatever n
 

@@ -32,7 +32,8 @@ def blocks(a, summary: dict, figure_captions: dict[str, str]) -> list[tuple]:
     """The report as blocks: ("h1"|"h2"|"p", text), ("list", items), ("table", header, rows), ("figure", file, caption)."""
     fig = lambda name: [("figure", name, figure_captions[name])] if name in figure_captions else []  # noqa: E731
     return [*_data_and_model(a), *_candidates(a, summary, fig), *_empirical_bayes(summary), *_mcmc(summary, fig),
-            *_eb_vs_mcmc(summary), *_predictions(fig), *_checks(summary, fig), *_approximation(summary), *_reproduce(a, summary)]
+            *_eb_vs_mcmc(summary), *_predictions(fig), *_checks(summary, fig), *_approximation(summary), *_cross_validation(summary),
+            *_reproduce(a, summary)]
 
 
 def _data_and_model(a) -> list[tuple]:
@@ -157,6 +158,25 @@ def _approximation(summary: dict) -> list[tuple]:
 
 #: the audit's rows in the report: the errors, and for inducing points the trace term and the Nyström residual
 AUDIT_ROWS = ("mean_error", "var_error", "lml_error", "trace_term", "nystrom_residual")
+
+
+def _cross_validation(summary: dict) -> list[tuple]:
+    """With [cv]: each candidate's elpd_kfold, its standard error, the difference from the best and its standard error."""
+    cv = summary.get("cross_validation")
+    if cv is None:
+        return []
+    how = "shuffled (seed " + str(cv["seed"]) + ")" if cv["shuffle"] else "contiguous"
+    fits = ("each candidate refitted by empirical Bayes on the other folds" if cv["refit"]
+            else "the hyperparameters held at the empirical-Bayes optimum on all the data")
+    rows = [[r["rank"] if r["rank"] is not None else "—", r["candidate"], _num(r["elpd_kfold"]), _num(r["se"], 3), _num(r["elpd_diff"]),
+             _num(r["dse"], 3), r["error"] or ""] for r in cv["table"]]
+    return [
+        ("h2", "Cross-validation"),
+        ("p", f"{cv['folds']}-fold cross-validation, {how} folds of {min(cv['fold_sizes'])}–{max(cv['fold_sizes'])} points, "
+              f"{fits}; each held-out point scored by its log predictive density. elpd_kfold is their sum, se its standard "
+              "error √(n·var), elpd_diff and dse the difference from the best and its standard error (as ArviZ's compare)."),
+        ("table", ["rank", "candidate", "elpd_kfold", "se", "elpd_diff", "dse", "error"], rows),
+    ]
 
 
 def _reproduce(a, summary: dict) -> list[tuple]:

@@ -8,6 +8,7 @@ import xarray as xr
 
 from bayeskern._json import jsonable
 from bayeskern._linalg import psd_tolerance
+from bayeskern.cv import compare
 
 __all__ = ["jsonable", "results_tree", "summary"]
 
@@ -33,6 +34,9 @@ def summary(a, files: list[str]) -> dict:
         "mcmc": None,
         "eb_vs_mcmc": None if a.comparison is None else a.comparison.to_dict(),
         "checks": {name: result.to_dict() for name, result in a.checks.items()},
+        "cross_validation": None if a.cv is None else {
+            "folds": spec.cv.folds, "shuffle": spec.cv.shuffle, "seed": spec.cv.seed, "refit": spec.cv.refit,
+            "fold_sizes": [len(f) for f in a.cv_folds], "table": compare(a.cv)},
         "gram_spectrum": None if a.spectrum is None else {
             "min": float(a.spectrum[0]), "max": float(a.spectrum[-1]),
             "roundoff": psd_tolerance(a.spectrum)},  # the tolerance checks.psd and gp.posterior decide by

@@ -21,12 +21,12 @@ from bayeskern.spec.expressions import FEATURES, KERNELS, PRIORS, parse_expressi
 from bayeskern.spec.limits import (MAX_CANDIDATES, MAX_CHAINS, MAX_DEPTH, MAX_DRAWS, MAX_EXPRESSION, MAX_FILE, MAX_GRID,
                                    MAX_ITER, MAX_LIST, MAX_N, MAX_NAME, MAX_PRIOR_SAMPLES, MAX_RESTARTS, MAX_SEED, MAX_SIZE,
                                    MAX_STORED)
-from bayeskern.spec.schema import (TOP_KEYS, ChecksSection, DataSection, EmpiricalBayesSettings, KernelTrickOptions,
+from bayeskern.spec.schema import (TOP_KEYS, ChecksSection, CVSection, DataSection, EmpiricalBayesSettings, KernelTrickOptions,
                                    MCMCSettings, ModelSection, PredictSection, ReportSection, SpecError, check_spec_seed)
 
 __all__ = ["FEATURES", "KERNELS", "MAX_CANDIDATES", "MAX_CHAINS", "MAX_DEPTH", "MAX_DRAWS", "MAX_EXPRESSION", "MAX_FILE",
            "MAX_GRID", "MAX_ITER", "MAX_LIST", "MAX_N", "MAX_NAME", "MAX_PRIOR_SAMPLES", "MAX_RESTARTS", "MAX_SEED", "MAX_SIZE",
-           "MAX_STORED", "PRIORS", "TOP_KEYS", "ChecksSection", "DataSection", "EmpiricalBayesSettings", "KernelTrickOptions",
+           "MAX_STORED", "PRIORS", "TOP_KEYS", "CVSection", "ChecksSection", "DataSection", "EmpiricalBayesSettings", "KernelTrickOptions",
            "MCMCSettings", "ModelSection", "PredictSection", "ReportSection", "Spec", "SpecError", "check_spec_seed", "load",
            "parse_expression", "parse_kernel"]
 
@@ -53,6 +53,7 @@ class Spec:
     include_noise: bool
     checks: ChecksSection
     report: ReportSection
+    cv: CVSection | None = None
 
     def load_data(self) -> datasets.Data:
         """The data of the spec (X (n, d), y (n,), column names), checked against the rest of the spec: a SpecError
@@ -84,6 +85,7 @@ def load(path) -> Spec:
     checks = schema.read_checks(raw, path, model.kind)
     report = schema.read_report(raw, path, name)
     description = schema.read_description(raw, path)
+    cv = schema.read_cv(raw, path, eb)
     return Spec(path=path, name=name, description=description, seed=seed, data=data, kind=model.kind,
                 candidates=model.candidates, priors=priors, sigma=model.sigma, prior_cov=model.prior_cov, approx=model.approx,
-                empirical_bayes=eb, mcmc=mc, grid=predict.grid, include_noise=predict.include_noise, checks=checks, report=report)
+                empirical_bayes=eb, mcmc=mc, grid=predict.grid, include_noise=predict.include_noise, checks=checks, report=report, cv=cv)

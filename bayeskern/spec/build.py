@@ -56,6 +56,8 @@ def _check_data(spec: "Spec", data: datasets.Data) -> None:
         raise SpecError(spec.path, "data.n", f"the data have {n:,} rows and at most {MAX_N:,} can be analysed by an exact GP "
                                              f"(n × n matrices; {MAX_N_APPROX:,} with model.approx, e.g. \"HSGP(m=200, c=1.5)\"): "
                                              "set data.n to analyse a random subset")
+    if spec.cv is not None and spec.cv.folds > n:
+        raise SpecError(spec.path, "cv.folds", f"must be at most the number of data rows ({n:,}), got {spec.cv.folds:,}")
     if spec.grid is not None and d != 1:
         raise SpecError(spec.path, "predict", f"a grid needs 1-D inputs, but the data have {d} columns "
                                               "(leave [predict] out: the report then shows leave-one-out predictions)")

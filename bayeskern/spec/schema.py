@@ -12,10 +12,10 @@ from bayeskern.spec.expressions import FEATURES, KERNELS, PRIORS, _finite, _name
 from bayeskern.spec.limits import (MAX_CANDIDATES, MAX_CHAINS, MAX_DRAWS, MAX_FILE, MAX_GRID, MAX_ITER, MAX_N, MAX_N_APPROX, MAX_NAME,
                                    MAX_PRIOR_SAMPLES, MAX_RESTARTS, MAX_SEED)
 
-__all__ = ["TOP_KEYS", "ChecksSection", "DataSection", "EmpiricalBayesSettings", "KernelTrickOptions", "MCMCSettings",
+__all__ = ["TOP_KEYS", "CVSection", "ChecksSection", "DataSection", "EmpiricalBayesSettings", "KernelTrickOptions", "MCMCSettings",
            "ModelSection", "PredictSection", "ReportSection", "SpecError", "check_spec_seed"]
 
-TOP_KEYS = {"name", "description", "seed", "data", "model", "priors", "fit", "predict", "checks", "report"}
+TOP_KEYS = {"name", "description", "seed", "data", "model", "priors", "fit", "predict", "checks", "report", "cv"}
 
 
 class SpecError(ValueError):
@@ -112,6 +112,17 @@ class ChecksSection:
 
     psd: bool = False
     kernel_trick: KernelTrickOptions | None = None
+
+
+@dataclass(frozen=True)
+class CVSection:
+    """[cv]: K-fold cross-validation of every candidate (`bayeskern.cv`): K, contiguous or shuffled folds (by `seed`),
+    and whether each fold refits the hyperparameters (else they stay at the EB optimum on all the data)."""
+
+    folds: int
+    seed: int
+    shuffle: bool
+    refit: bool
 
 
 @dataclass(frozen=True)
@@ -417,3 +428,16 @@ def read_report(raw: dict, path, name: str) -> ReportSection:
     _known(report, {"prior_samples", "title"}, path, "report.")
     return ReportSection(prior_samples=_whole(report, "prior_samples", path, "report.", 5, 0, MAX_PRIOR_SAMPLES, " (sample functions per panel)"),
                          title=_get(report, "title", path, "report.", str, name))
+
+
+def read_cv(raw: dict, path, eb: EmpiricalBayesSettings | None) -> CVSection | None:
+    """[cv]: folds (≥ 2; at most n, checked with the data), seed, shuffle, refit; None without the section. Needs empirical Bayes."""
+    cv = _get(raw, "cv", path, "", dict, None)
+    if cv is None:
+        return None
+    _known(cv, {"folds", "seed", "shuffle", "refit"}, path, "cv.")
+    if eb is None:
+        raise SpecError(path, "cv", "cross-validation fits each training split by empirical Bayes: [fit.empirical_bayes] is needed")
+    return CVSection(folds=_whole(cv, "folds", path, "cv.", None, 2, MAX_N_APPROX, " (folds hold at least one row)"),
+                     seed=_seed(cv, "seed", path, "cv."), shuffle=_get(cv, "shuffle", path, "cv.", bool, False),
+                     refit=_get(cv, "refit", path, "cv.", bool, True))
