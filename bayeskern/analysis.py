@@ -82,10 +82,12 @@ def _quiet(say: Callable) -> Callable:
     return say if say is not None else (lambda message: None)
 
 
-def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None] | None = None, progressbar: bool = False) -> Analysis:
-    """Fit every candidate by empirical Bayes, the best one by MCMC, run the checks.
+def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None] | None = None, progressbar: bool = False,
+                 tasks: Callable | None = None) -> Analysis:
+    """Fit every candidate by empirical Bayes, the best one by MCMC, run the checks (and [cv]'s cross-validation).
 
-    `seed` replaces the spec's seed; `say` receives a line per step; `progressbar` shows the sampler's.
+    `seed` replaces the spec's seed; `say` receives a line per step; `progressbar` shows the sampler's. `tasks`:
+    how the cross-validation fits are computed, `tasks(fn, [args, ...])` → results (`bayeskern.batch`; here by default).
     """
     say = _quiet(say)
     seed = spec.seed if seed is None else seed
@@ -98,7 +100,7 @@ def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None]
         selected = 0 if len(candidates) == 1 else int(np.argmax([c.log_marginal_likelihood for c in candidates]))
         result = Analysis(spec, data, seed, candidates, selected, point={}, seconds=seconds)
         if spec.cv is not None:
-            _cross_validate(result, say, caught)
+            _cross_validate(result, say, tasks)
         obs, record = find_likelihood(result.chosen.model)
         plug_in = result.chosen.eb.plug_in if result.chosen.eb is not None else PlugIn(result.chosen.model, record)
         Xgrid = None if spec.grid is None else spec.grid[:, None]
@@ -125,20 +127,18 @@ def _fit_candidates(spec: Spec, candidates: list, seed: int, say: Callable, caug
     return {"empirical_bayes": sum(c.eb.seconds for c in candidates)}
 
 
-def _cross_validate(result: Analysis, say: Callable, caught: list) -> None:
-    """K-fold cross-validation of every candidate (`bayeskern.cv`); the warnings of its fits name the candidate and say cv."""
+def _cross_validate(result: Analysis, say: Callable, tasks: Callable | None) -> None:
+    """K-fold cross-validation of every candidate (`bayeskern.cv`), its fits computed by `tasks` (`bayeskern.batch.run_tasks`)."""
+    from bayeskern.batch import run_tasks
+
     spec, started = result.spec, time.perf_counter()
-    result.cv_folds = cv.fold_indices(len(result.data.y), spec.cv.folds, spec.cv.shuffle, spec.cv.seed)
-    result.cv = []
-    for i, c in enumerate(result.candidates):
-        before = len(caught)
-        say(f"cross-validation {i + 1}/{len(result.candidates)}: {c.expression} ({spec.cv.folds} folds"
-            f"{', refitted' if spec.cv.refit else ', hyperparameters from all the data'}) …")
-        result.cv.append(cv.kfold(spec, i, result.data, result.cv_folds, result.seed, spec.cv.refit, c.eb))
-        for w in caught[before:]:
-            w.message = f"{c.expression}: cross-validation: {w.message}"
-        done = result.cv[-1]
-        say(f"  elpd_kfold = {done.elpd:.4f} (se {done.se:.4f})" if done.error is None else f"  failed: {done.error}")
+    n_tasks = len(spec.candidates) * (spec.cv.folds if spec.cv.refit else 1)
+    say(f"cross-validation: {len(spec.candidates)} candidate(s) × {spec.cv.folds} folds"
+        f"{', refitted by EB' if spec.cv.refit else ', hyperparameters from all the data'}: {n_tasks} task(s) …")
+    tasks = tasks or (lambda fn, args: run_tasks(fn, args, say=say))
+    result.cv_folds, result.cv = cv.cross_validate(spec, result.data, [c.eb for c in result.candidates], result.seed, tasks)
+    for done in result.cv:
+        say(f"  {done.candidate}: " + (f"elpd_kfold = {done.elpd:.4f} (se {done.se:.4f})" if done.error is None else f"failed: {done.error}"))
     result.seconds["cross_validation"] = time.perf_counter() - started
 
 

@@ -33,19 +33,33 @@ def _seed(text: str) -> int:
     return value
 
 
+def _workers(text: str) -> int:
+    """--workers: a whole number ≥ 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def report_folder(spec: specs.Spec, out=None) -> Path:
     """Where `run` writes the report of `spec`: `out`, or reports/<name>/."""
     return Path(out) if out else Path("reports") / spec.name
 
 
-def run(path, out=None, seed=None, where: dict | None = None) -> Path:
+def run(path, out=None, seed=None, where: dict | None = None, tasks=None) -> Path:
     """Run one spec and write its report folder (reports/<name>/ unless `out` is given).
 
     Everything that can be checked before fitting is: the spec (as `check` does, when the models
-    are built) and the report folder. `where` receives the report folder once it is known.
+    are built) and the report folder. `where` receives the report folder once it is known. `tasks`:
+    how the cross-validation fits run (`bayeskern.batch.run_tasks` on a cluster; here if None).
+    A cross-validation with a failed candidate raises `bayeskern.cv.CrossValidationFailed` after the report is written.
     """
     from bayeskern.analysis import run_analysis  # the heavy imports only for the command that needs them
     from bayeskern.report import write_report
+    from bayeskern.cv import check_cv
     from bayeskern.report.writer import check_target
 
     started = time.perf_counter()
@@ -61,13 +75,22 @@ def run(path, out=None, seed=None, where: dict | None = None) -> Path:
         raise UsageError(f"{'--out ' if out else ''}{folder}: {reason}{hint}") from None
     if where is not None:
         where["folder"] = folder
-    analysis = run_analysis(spec, seed=seed, say=_say, progressbar=sys.stderr.isatty())
+    analysis = run_analysis(spec, seed=seed, say=_say, progressbar=sys.stderr.isatty(), tasks=tasks)
     folder = write_report(analysis, folder, say=_say)
     _say(f"wrote {folder}/ (index.html, report.md, figures/, results.nc, summary.json) in {time.perf_counter() - started:.0f} s")
-    failed = [f"{r.candidate} ({r.error})" for r in analysis.cv or [] if r.error is not None]
-    if failed:  # the report is written, with the error in its row; the exit code says the run is not complete
-        raise RuntimeError(f"cross-validation failed for {len(failed)} candidate(s): {'; '.join(failed)}")
+    check_cv(analysis)  # the report is written, with the error in its row; the exit code says the run is not complete
     return folder
+
+
+def run_all(paths: list, out, seed, where: dict, workers: int | None = None, scheduler: str | None = None) -> None:
+    """`bayeskern run SPEC...`: `bayeskern.batch.run` with the cross-validation fits on a local cluster of `workers`
+    processes, on the cluster at `scheduler`, or here; a cluster started here is stopped however the run ends."""
+    from bayeskern import batch
+
+    if out and len(paths) > 1:
+        raise UsageError("--out names the report folder of one spec; with several, each report goes to reports/<name>/")
+    with batch.connect(workers, scheduler, say=_say) as client:
+        batch.run(paths, client, seed, out, where)
 
 
 def check(path) -> specs.Spec:
@@ -98,8 +121,12 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bayeskern", description="Bayesian kernel methods on PyMC: run the analyses of models/*.toml.")
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="run a model spec and write its report", description="Fit the spec's models and write the report folder.")
-    p_run.add_argument("spec", help="path to a models/*.toml spec")
-    p_run.add_argument("--out", help="report folder (default: reports/<name>/): a new name, an empty folder or an earlier report")
+    p_run.add_argument("spec", nargs="+", help="path(s) to models/*.toml specs, run one after another")
+    p_run.add_argument("--out", help="report folder of a single spec (default: reports/<name>/): a new name, an empty folder or an earlier report")
+    where = p_run.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=_workers, help="run the cross-validation fits on a local Dask cluster of N worker processes")
+    where.add_argument("--scheduler", metavar="ADDRESS", help="run them on an existing Dask cluster (e.g. tcp://host:8786); its workers "
+                                                           "need --preload bayeskern/_dask_worker.py (see the README)")
     p_run.add_argument("--seed", type=_seed, help="seed of the fits and draws, 0 ≤ N < 2**63 (default: the spec's seed)")
     p_check = sub.add_parser("check", help="validate a model spec without running it", description="Validate a spec: its keys, data and models.")
     p_check.add_argument("spec", help="path to a models/*.toml spec")
@@ -113,7 +140,7 @@ def main(argv=None) -> int:
     where: dict = {}
     try:
         if args.command == "run":
-            run(args.spec, args.out, args.seed, where)
+            run_all(args.spec, args.out, args.seed, where, args.workers, args.scheduler)
         elif args.command == "check":
             s = check(args.spec)
             print(f"{args.spec}: ok ({s.name}: {s.kind}, {len(s.candidates)} candidate(s))")

@@ -8,6 +8,7 @@ of two candidates' elpd has se √(n·var(pointwise₁ − pointwise₂)), as in
 Every (candidate, fold) fit is one task whose seed derives from the spec's seed and the task's key alone.
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,8 +16,21 @@ import numpy as np
 from bayeskern._linalg import LOG_2PI
 from bayeskern.datasets import Data
 from bayeskern.fit import empirical_bayes
+from bayeskern.fit._plug_in import PlugIn
+from bayeskern.likelihood import find_likelihood
 
-__all__ = ["KFoldResult", "compare", "fold_indices", "kfold", "task_seed"]
+__all__ = ["CrossValidationFailed", "KFoldResult", "check_cv", "compare", "cross_validate", "fixed_folds", "fold_indices", "refit_fold", "task_seed"]
+
+
+class CrossValidationFailed(RuntimeError):
+    """A cross-validation in which some candidate failed on a fold (its row in the report says why)."""
+
+
+def check_cv(analysis) -> None:
+    """CrossValidationFailed naming the candidates of `analysis` whose cross-validation failed, if any."""
+    failed = [f"{analysis.spec.name}: {r.candidate} ({r.error})" for r in analysis.cv or [] if r.error is not None]
+    if failed:
+        raise CrossValidationFailed(f"cross-validation failed for {len(failed)} candidate(s): {'; '.join(failed)}")
 
 
 def fold_indices(n: int, folds: int, shuffle: bool, seed: int) -> list[np.ndarray]:
@@ -60,27 +74,69 @@ def _training_split(data: Data, train: np.ndarray) -> Data:
     return Data(data.X[train], data.y[train], data.x_names, data.y_name, f"{data.description} (a training split)")
 
 
-def fold_score(spec, index: int, data: Data, test: np.ndarray, fold: int, seed: int, refit: bool, full_fit=None) -> np.ndarray:
-    """log p(y_test | y_train) of candidate `index`: refitted by EB on the other rows, or (`refit=False`) at `full_fit`'s optimum."""
-    train = np.setdiff1d(np.arange(len(data.y)), test)
-    if refit:
+def _caught(fn, *args) -> tuple:
+    """(fn(*args), the warnings it raised as (category, message)): a worker's warnings travel back with its result."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = fn(*args)
+    return value, [(w.category, str(w.message)) for w in caught]
+
+
+def refit_fold(spec, index: int, data: Data, test: np.ndarray, fold: int, seed: int) -> tuple:
+    """One task: candidate `index` refitted by EB on the rows outside `test` (seed from the task's key), scored on `test`."""
+    def score():
+        train = np.setdiff1d(np.arange(len(data.y)), test)
         model = spec.model(spec.candidates[index], _training_split(data, train))
         conditioned = empirical_bayes(model, seed=task_seed(seed, index, fold), **spec.empirical_bayes.as_kwargs()).conditioned
+        return _log_predictive(conditioned, data.X[test], data.y[test])
+    return _caught(score)
+
+
+def fixed_folds(spec, index: int, data: Data, folds: list, params: dict) -> tuple:
+    """One task: candidate `index` at the hyperparameters `params` (the EB optimum on all the data), conditioned on each
+    training split and scored on its fold; a fold that raises gives its exception in its place."""
+    def score():
+        model = spec.model(spec.candidates[index], data)
+        numeric = PlugIn(model, find_likelihood(model)[1]).numeric(params)
+        out = []
+        for test in folds:
+            try:
+                out.append(_log_predictive(numeric.on_rows(np.setdiff1d(np.arange(len(data.y)), test)).condition(), data.X[test], data.y[test]))
+            except Exception as err:  # noqa: BLE001 — reported in the candidate's row
+                out.append(err)
+        return out
+    return _caught(score)
+
+
+def cross_validate(spec, data: Data, full_fits: list, seed: int, run_tasks) -> tuple[list, list]:
+    """(folds, one `KFoldResult` per candidate) for `spec.cv`; `run_tasks(fn, [args, ...])` computes the tasks (here or on a
+    cluster) and returns each one's result or exception. Warnings of the tasks are raised here, naming candidate and fold."""
+    folds, n_folds = fold_indices(len(data.y), spec.cv.folds, spec.cv.shuffle, spec.cv.seed), spec.cv.folds
+    candidates = range(len(spec.candidates))
+    if spec.cv.refit:
+        outputs = run_tasks(refit_fold, [(spec, i, data, folds[k], k, seed) for i in candidates for k in range(n_folds)])
+        per_fold = {(i, k): outputs[i * n_folds + k] for i in candidates for k in range(n_folds)}
     else:
-        conditioned = full_fit.plug_in.numeric(full_fit.params).on_rows(train).condition()
-    return _log_predictive(conditioned, data.X[test], data.y[test])
+        outputs = run_tasks(fixed_folds, [(spec, i, data, folds, full_fits[i].params) for i in candidates])
+        per_fold = {}
+        for i, output in zip(candidates, outputs):
+            values, said = (output, []) if isinstance(output, Exception) else output
+            per_fold |= {(i, k): (values if isinstance(values, Exception) else values[k], said if k == 0 else []) for k in range(n_folds)}
+    return folds, [_assemble(spec.candidates[i], data, folds, [per_fold[i, k] for k in range(n_folds)]) for i in candidates]
 
 
-def kfold(spec, index: int, data: Data, folds: list, seed: int, refit: bool = True, full_fit=None) -> KFoldResult:
-    """Candidate `index` of `spec` over `folds` (held-out rows); a fold that raises ends it with the error in its row."""
+def _assemble(candidate: str, data: Data, folds: list, outputs: list) -> KFoldResult:
+    """One candidate's result from its folds' (pointwise, warnings) in fold order; the first failure ends it."""
     pointwise, fold_elpd = np.empty(len(data.y)), []
-    for k, test in enumerate(folds):
-        try:
-            pointwise[test] = fold_score(spec, index, data, test, k, seed, refit, full_fit)
-        except Exception as err:  # noqa: BLE001 — one candidate's failure is reported in its row; the others go on
-            return KFoldResult(spec.candidates[index], None, tuple(fold_elpd), f"fold {k}: {type(err).__name__}: {' '.join(str(err).split())}")
-        fold_elpd.append(float(np.sum(pointwise[test])))
-    return KFoldResult(spec.candidates[index], pointwise, tuple(fold_elpd))
+    for k, (test, output) in enumerate(zip(folds, outputs)):
+        value, said = (output, []) if isinstance(output, Exception) else output
+        for category, message in said:
+            warnings.warn(f"{candidate}: cross-validation fold {k}: {message}", category, stacklevel=2)
+        if isinstance(value, Exception):
+            return KFoldResult(candidate, None, tuple(fold_elpd), f"fold {k}: {type(value).__name__}: {' '.join(str(value).split())}")
+        pointwise[test] = value
+        fold_elpd.append(float(np.sum(value)))
+    return KFoldResult(candidate, pointwise, tuple(fold_elpd))
 
 
 def compare(results: list[KFoldResult]) -> list[dict]:

@@ -1,0 +1,114 @@
+"""Many fits at once: the cross-validation fits of one or more specs as tasks, in this process or on a Dask cluster.
+
+Each (candidate, fold) fit is one task (with refit = false, one task per candidate: its folds cost one factorisation
+each). A task receives the spec, the data arrays and the fold's rows — never a compiled function (Numba's do not
+pickle) — and compiles on its worker, which keeps the compiled graph for the next fold of the same structure. Its
+seed derives from the run's seed and the task's key alone (`bayeskern.cv.task_seed`), and every task runs with one
+BLAS thread wherever it runs, so the numbers do not depend on the number of workers, their order or a restart.
+Dask reschedules the tasks of a worker that dies; a task that raises is reported in its candidate's row.
+"""
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from threadpoolctl import threadpool_limits
+
+__all__ = ["WORKER_PRELOAD", "connect", "local_cluster", "run", "run_tasks"]
+
+#: the preload that gives each Dask worker process its own PyTensor compile directory (see `bayeskern._dask_worker`)
+WORKER_PRELOAD = str(Path(__file__).with_name("_dask_worker.py"))
+
+
+def _one_blas_thread(fn: Callable, *args):
+    with threadpool_limits(limits=1):
+        return fn(*args)
+
+
+def run_tasks(fn: Callable, tasks: list[tuple], client=None, say: Callable[[str], None] | None = None) -> list:
+    """[fn(*args) for args in tasks], each a result or the exception it raised, computed here or on `client`'s workers.
+
+    Progress goes to `say`: tasks done of the total and, while some run on a cluster, the longest-running one.
+    """
+    say = say or (lambda message: None)
+    if client is None:
+        out = []
+        for i, args in enumerate(tasks):
+            try:
+                out.append(_one_blas_thread(fn, *args))
+            except Exception as err:  # noqa: BLE001 — a failing task is a result: its row reports it
+                out.append(err)
+            say(f"  tasks done: {i + 1}/{len(tasks)}")
+        return out
+    return _on_cluster(fn, tasks, client, say)
+
+
+def _on_cluster(fn: Callable, tasks: list[tuple], client, say: Callable) -> list:
+    from distributed import as_completed
+
+    run_id = uuid.uuid4().hex[:8]
+    keys = [f"bayeskern-{run_id}-{i}" for i in range(len(tasks))]
+    futures = [client.submit(_one_blas_thread, fn, *args, key=key, pure=False) for key, args in zip(keys, tasks)]
+    started, done = time.monotonic(), 0
+    for _ in as_completed(futures):
+        done += 1
+        running = [k for k, f in zip(keys, futures) if not f.done()]
+        say(f"  tasks done: {done}/{len(tasks)}" + (f"; running for {time.monotonic() - started:.0f} s: {running[0]}" if running else ""))
+    out = []
+    for f in futures:
+        try:
+            out.append(f.result())
+        except Exception as err:  # noqa: BLE001 — the task's error (or KilledWorker after repeated deaths) for its row
+            out.append(err)
+    return out
+
+
+def local_cluster(workers: int):
+    """A `dask.distributed.LocalCluster` of `workers` processes, one thread each, each with its own PyTensor compile directory."""
+    from distributed import LocalCluster
+
+    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, env=env,
+                        preload=[WORKER_PRELOAD], silence_logs=40)
+
+
+@contextlib.contextmanager
+def connect(workers: int | None = None, scheduler: str | None = None, say: Callable[[str], None] | None = None) -> Iterator:
+    """A `dask.distributed.Client` of a local cluster of `workers` processes started here, or of the cluster at `scheduler`;
+    None (everything in this process) without either. What is started here is closed on the way out, Ctrl-C included."""
+    if workers is None and scheduler is None:
+        yield None
+        return
+    from distributed import Client
+
+    with contextlib.ExitStack() as stack:
+        cluster = stack.enter_context(local_cluster(workers)) if workers is not None else scheduler
+        client = stack.enter_context(Client(cluster))
+        if say is not None:
+            say(f"Dask: {len(client.scheduler_info()['workers'])} worker(s) at {client.scheduler.address}")
+        yield client
+
+
+def run(specs: list, client=None, seed: int | None = None, out=None, where: dict | None = None) -> list[Path]:
+    """`bayeskern run SPEC...` from Python: each spec's analysis and report in turn, its cross-validation fits on
+    `client`'s workers (a `dask.distributed.Client`) or here without one. `specs`: paths of spec files. `out`: the report
+    folder of a single spec (else reports/<name>/). Returns the report folders; if some candidate's cross-validation
+    failed, `bayeskern.cv.CrossValidationFailed` names every such candidate after all the specs ran.
+    """
+    from bayeskern import cli
+    from bayeskern.cv import CrossValidationFailed
+
+    if out is not None and len(specs) > 1:
+        raise ValueError("out names the report folder of one spec; with several, each report goes to reports/<name>/")
+    tasks = None if client is None else (lambda fn, args: run_tasks(fn, args, client, cli._say))
+    folders, failed = [], []
+    for path in specs:
+        try:
+            folders.append(cli.run(path, out, seed, where, tasks))
+        except CrossValidationFailed as err:
+            failed.append(str(err))
+    if failed:
+        raise CrossValidationFailed("; ".join(failed))
+    return folders

@@ -1,0 +1,112 @@
+"""The fan-out (bayeskern.batch, `bayeskern run --workers/--scheduler`): the cross-validation results are the same numbers
+in this process, on a local Dask cluster, on a cluster started by hand, and when a worker is killed mid-run."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from bayeskern import batch, cli
+
+SPEC = """
+name = "fanout"
+seed = 2
+[data]
+source = "sinusoid"
+n = 30
+noise = 0.2
+seed = 1
+[priors]
+ell = "Gamma(alpha=2.0, beta=8.0)"
+amp = "HalfNormal(sigma=2.0)"
+noise = "HalfNormal(sigma=0.5)"
+[model]
+kind = "gp"
+kernel = ["amp * RBF(lengthscale=ell)", "amp * RBF(lengthscale=ell) + Linear()", "amp * Matern32(lengthscale=ell)"]
+sigma = "noise"
+[fit.empirical_bayes]
+restarts = 2
+[cv]
+folds = 4
+"""
+
+
+@pytest.fixture(scope="module")
+def spec_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fanout") / "fanout.toml"
+    path.write_text(SPEC)
+    return path
+
+
+@pytest.fixture(scope="module")
+def in_process(spec_path, tmp_path_factory):
+    """The cross-validation of summary.json, everything in this process."""
+    out = tmp_path_factory.mktemp("here") / "report"
+    batch.run([spec_path], out=out)
+    return json.loads((out / "summary.json").read_text())["cross_validation"]
+
+
+def _cv(folder: Path) -> dict:
+    return json.loads((folder / "summary.json").read_text())["cross_validation"]
+
+
+def test_two_local_workers_give_the_same_numbers_as_one_process(spec_path, in_process, tmp_path):
+    out = tmp_path / "report"
+    assert cli.main(["run", str(spec_path), "--workers", "2", "--out", str(out)]) == 0
+    assert _cv(out) == in_process  # to the last bit: same tasks, same seeds, one BLAS thread everywhere
+    assert [row["error"] for row in in_process["table"]] == [None, None, None]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_cluster_started_by_hand_gives_the_same_numbers(spec_path, in_process, tmp_path):
+    port, dask = _free_port(), [sys.executable, "-m", "distributed.cli"]
+    address = f"tcp://127.0.0.1:{port}"
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0"], stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "2", "--nthreads", "1",
+                               "--preload", batch.WORKER_PRELOAD, "--no-dashboard"], stderr=subprocess.DEVNULL)
+    del dask
+    try:
+        out = tmp_path / "report"
+        assert cli.main(["run", str(spec_path), "--scheduler", address, "--out", str(out)]) == 0
+        assert _cv(out) == in_process
+    finally:
+        for p in (worker, scheduler):
+            p.terminate()
+            p.wait(30)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_costs_only_time(spec_path, in_process, tmp_path):
+    from distributed import Client
+
+    out = tmp_path / "report"
+    with batch.local_cluster(2) as cluster, Client(cluster) as client:
+        pids = list(client.run(os.getpid).values())
+        killed = threading.Event()
+
+        def kill_when_busy():  # SIGKILL one worker process once tasks are running on it
+            while not killed.is_set():
+                if any(client.processing().values()):
+                    time.sleep(2.0)
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.set()
+                time.sleep(0.2)
+
+        threading.Thread(target=kill_when_busy, daemon=True).start()
+        batch.run([spec_path], client=client, out=out)
+        assert killed.is_set()
+    assert _cv(out) == in_process
