@@ -6,8 +6,10 @@ compile directory cannot change once PyTensor is imported. So each worker proces
 then holds for its lifetime — and points PYTENSOR_FLAGS there. Slots are reused by later workers, so each keeps a
 warm cache from one run to the next. BLAS is limited to one thread per worker (one task per worker process).
 
-Given to `dask worker --preload /path/to/bayeskern/_dask_worker.py` for a cluster started by hand; `bayeskern.batch`
-passes it to the clusters it starts.
+Given to `dask worker --preload /path/to/bayeskern/_dask_worker.py` for a cluster started by hand (the `dask worker`
+command imports no PyTensor before its preloads). The clusters `bayeskern.batch` starts claim the slots in the
+parent process and give each worker its slot in its environment (BAYESKERN_WORKER_SLOT): a spawned worker
+re-imports the parent's main module, which may import PyTensor before any preload runs.
 """
 
 import fcntl
@@ -15,7 +17,7 @@ import os
 import re
 from pathlib import Path
 
-_SLOT_LOCK = None  # the open lock file of this process's slot, held until the process exits
+_HELD = []  # the open lock file of a worker's own slot, held until the process exits
 
 
 def _base_compiledir() -> Path:
@@ -24,29 +26,44 @@ def _base_compiledir() -> Path:
     return Path(found.group(1)) if found else Path.home() / ".pytensor"
 
 
-def claim_compiledir() -> Path:
-    """Take the first free slot (an exclusive, non-blocking lock on its file) and make it this process's compile dir."""
-    global _SLOT_LOCK
+def claim_slots(count: int) -> tuple[list[Path], list]:
+    """`count` free slot folders and their lock files, each locked (an exclusive, non-blocking lock) until the file is closed."""
     base = _base_compiledir() / "bayeskern-workers"
     base.mkdir(parents=True, exist_ok=True)
+    slots, locks = [], []
     for k in range(4096):
+        if len(slots) == count:
+            break
         handle = open(base / f"slot-{k}.lock", "a")  # noqa: SIM115 — held open on purpose: the lock lives with the process
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             handle.close()
             continue
-        _SLOT_LOCK = handle
-        slot = base / f"slot-{k}"
-        others = re.sub(r"(?:^|,)base_compiledir=[^,]+", "", os.environ.get("PYTENSOR_FLAGS", "")).strip(",")
-        os.environ["PYTENSOR_FLAGS"] = ",".join(filter(None, [others, f"base_compiledir={slot}"]))
-        return slot
-    raise RuntimeError(f"no free compile-directory slot under {base}")
+        locks.append(handle)
+        slots.append(base / f"slot-{k}")
+    if len(slots) < count:
+        for handle in locks:
+            handle.close()
+        raise RuntimeError(f"no free compile-directory slot under {base}")
+    return slots, locks
+
+
+def pytensor_flags(compiledir: Path) -> str:
+    """PYTENSOR_FLAGS as this process has them, with base_compiledir replaced by `compiledir`."""
+    others = re.sub(r"(?:^|,)base_compiledir=[^,]+", "", os.environ.get("PYTENSOR_FLAGS", "")).strip(",")
+    return ",".join(filter(None, [others, f"base_compiledir={compiledir}"]))
 
 
 def dask_setup(worker=None) -> None:
     """Dask's preload hook: the compile directory first, then one BLAS thread."""
-    if "pytensor" not in __import__("sys").modules:
-        claim_compiledir()
+    if "pytensor" not in __import__("sys").modules and "BAYESKERN_WORKER_SLOT" not in os.environ:
+        slots, locks = claim_slots(1)
+        _HELD.extend(locks)
+        os.environ["PYTENSOR_FLAGS"] = pytensor_flags(slots[0])
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = "1"
+    if worker is not None:  # the statistical profiler's stack sampling slows PyTensor-heavy tasks ~2× (bayeskern.batch.WORKER_CONFIG)
+        import dask
+
+        dask.config.set({"distributed.worker.profile.enabled": False})

@@ -16,7 +16,11 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-__all__ = ["WORKER_PRELOAD", "connect", "local_cluster", "run", "run_tasks"]
+__all__ = ["WORKER_CONFIG", "WORKER_PRELOAD", "connect", "local_cluster", "run", "run_tasks"]
+
+#: Dask's statistical profiler samples the task thread's stack every 10 ms: with PyTensor's deep call stacks that took
+#: a cross-validation task from 1.1 s to 2.0–4.5 s (measured on benchmarks/cv_400.toml's fits); off on bayeskern's workers
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
 
 #: the preload that gives each Dask worker process its own PyTensor compile directory (see `bayeskern._dask_worker`)
 WORKER_PRELOAD = str(Path(__file__).with_name("_dask_worker.py"))
@@ -65,13 +69,33 @@ def _on_cluster(fn: Callable, tasks: list[tuple], client, say: Callable) -> list
     return out
 
 
-def local_cluster(workers: int):
-    """A `dask.distributed.LocalCluster` of `workers` processes, one thread each, each with its own PyTensor compile directory."""
-    from distributed import LocalCluster
+@contextlib.contextmanager
+def local_cluster(workers: int) -> Iterator:
+    """A Dask cluster of `workers` local processes, one thread each, each with its own PyTensor compile directory: a slot
+    claimed here for the cluster's life (see `bayeskern._dask_worker`) and set in the worker's environment, which a
+    restarted worker keeps. A context manager: the cluster is closed and the slots freed on the way out."""
+    import dask
+    from distributed import Nanny, Scheduler, SpecCluster
 
-    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, env=env,
-                        preload=[WORKER_PRELOAD], silence_logs=40)
+    dask.config.set(WORKER_CONFIG)  # the workers receive this process's Dask config
+    blas = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    worker = _worker_module()
+    slots, locks = worker.claim_slots(workers)
+    try:
+        spec = {f"bayeskern-{i}": {"cls": Nanny, "options": {"nthreads": 1, "host": "127.0.0.1", "silence_logs": 40, "env": {
+            **blas, "BAYESKERN_WORKER_SLOT": str(slot), "PYTENSOR_FLAGS": worker.pytensor_flags(slot)}}} for i, slot in enumerate(slots)}
+        with SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": None}},
+                         silence_logs=40, name="bayeskern") as cluster:
+            yield cluster
+    finally:
+        for lock in locks:
+            lock.close()  # closing the file drops its lock
+
+
+def _worker_module():
+    import bayeskern._dask_worker as worker
+
+    return worker
 
 
 @contextlib.contextmanager

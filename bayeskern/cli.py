@@ -5,8 +5,6 @@ import sys
 import time
 from pathlib import Path
 
-from bayeskern import spec as specs
-
 __all__ = ["main"]
 
 
@@ -24,6 +22,8 @@ def _one_line(err: BaseException) -> str:
 
 def _seed(text: str) -> int:
     """--seed: a whole number in [0, MAX_SEED]."""
+    from bayeskern import spec as specs
+
     try:
         value = int(text)
     except ValueError:
@@ -44,7 +44,7 @@ def _workers(text: str) -> int:
     return value
 
 
-def report_folder(spec: specs.Spec, out=None) -> Path:
+def report_folder(spec, out=None) -> Path:
     """Where `run` writes the report of `spec`: `out`, or reports/<name>/."""
     return Path(out) if out else Path("reports") / spec.name
 
@@ -57,6 +57,7 @@ def run(path, out=None, seed=None, where: dict | None = None, tasks=None) -> Pat
     how the cross-validation fits run (`bayeskern.batch.run_tasks` on a cluster; here if None).
     A cross-validation with a failed candidate raises `bayeskern.cv.CrossValidationFailed` after the report is written.
     """
+    from bayeskern import spec as specs
     from bayeskern.analysis import run_analysis  # the heavy imports only for the command that needs them
     from bayeskern.report import write_report
     from bayeskern.cv import check_cv
@@ -93,8 +94,10 @@ def run_all(paths: list, out, seed, where: dict, workers: int | None = None, sch
         batch.run(paths, client, seed, out, where)
 
 
-def check(path) -> specs.Spec:
+def check(path):
     """Validate a spec without fitting: the file, the data, and every candidate's PyMC model (shapes included)."""
+    from bayeskern import spec as specs
+
     spec = specs.load(path)
     data = spec.load_data()
     for text in spec.candidates:
@@ -104,6 +107,8 @@ def check(path) -> specs.Spec:
 
 def list_specs(folder) -> None:
     """One line per *.toml in `folder`: path, name and description, or path, INVALID and the reason."""
+    from bayeskern import spec as specs
+
     folder = Path(folder)
     if not folder.is_dir():
         raise specs.SpecError(folder, "(folder)", "no such folder")
@@ -137,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    from bayeskern import spec as specs  # here, not at the top: a process that imports this module stays light
     where: dict = {}
     try:
         if args.command == "run":

@@ -53,6 +53,17 @@ def in_process(spec_path, tmp_path_factory):
     return json.loads((out / "summary.json").read_text())["cross_validation"]
 
 
+#: issue 18's spec: 4 candidate kernels × 5 folds on 400 points, 20 fits (the slow tests run it on every kind of cluster)
+CV_400 = Path(__file__).parent.parent / "benchmarks" / "cv_400.toml"
+
+
+@pytest.fixture(scope="module")
+def in_process_400(tmp_path_factory):
+    out = tmp_path_factory.mktemp("here400") / "report"
+    batch.run([CV_400], out=out)
+    return _cv(out)
+
+
 def _cv(folder: Path) -> dict:
     return json.loads((folder / "summary.json").read_text())["cross_validation"]
 
@@ -71,18 +82,23 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
-def test_a_cluster_started_by_hand_gives_the_same_numbers(spec_path, in_process, tmp_path):
-    port, dask = _free_port(), [sys.executable, "-m", "distributed.cli"]
+def test_two_local_workers_give_the_same_numbers_on_the_400_point_spec(in_process_400, tmp_path):
+    assert cli.main(["run", str(CV_400), "--workers", "2", "--out", str(tmp_path / "report")]) == 0
+    assert _cv(tmp_path / "report") == in_process_400 and len(in_process_400["table"]) == 4
+
+
+@pytest.mark.slow
+def test_a_cluster_started_by_hand_gives_the_same_numbers(in_process_400, tmp_path):
+    port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
                                   "--dashboard-address", ":0"], stderr=subprocess.DEVNULL)
     worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "2", "--nthreads", "1",
                                "--preload", batch.WORKER_PRELOAD, "--no-dashboard"], stderr=subprocess.DEVNULL)
-    del dask
     try:
         out = tmp_path / "report"
-        assert cli.main(["run", str(spec_path), "--scheduler", address, "--out", str(out)]) == 0
-        assert _cv(out) == in_process
+        assert cli.main(["run", str(CV_400), "--scheduler", address, "--out", str(out)]) == 0
+        assert _cv(out) == in_process_400
     finally:
         for p in (worker, scheduler):
             p.terminate()
@@ -90,7 +106,7 @@ def test_a_cluster_started_by_hand_gives_the_same_numbers(spec_path, in_process,
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_run_costs_only_time(spec_path, in_process, tmp_path):
+def test_a_worker_killed_mid_run_costs_only_time(in_process_400, tmp_path):
     from distributed import Client
 
     out = tmp_path / "report"
@@ -107,6 +123,6 @@ def test_a_worker_killed_mid_run_costs_only_time(spec_path, in_process, tmp_path
                 time.sleep(0.2)
 
         threading.Thread(target=kill_when_busy, daemon=True).start()
-        batch.run([spec_path], client=client, out=out)
+        batch.run([CV_400], client=client, out=out)
         assert killed.is_set()
-    assert _cv(out) == in_process
+    assert _cv(out) == in_process_400

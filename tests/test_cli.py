@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bayeskern import cli
+from bayeskern import spec as specs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,14 +94,14 @@ def test_list_goes_on_past_any_bad_file(tmp_path, capsys, monkeypatch):
     (tmp_path / "e_deep.toml").write_text(TINY.replace("RBF(lengthscale=ell)", "-" * 100_000 + "RBF(lengthscale=ell)"))
     (tmp_path / "f_unreadable.toml").write_text(TINY)
     (tmp_path / "g_good.toml").write_text(TINY.replace('name = "tiny"', 'name = "good2"\ndescription = "also fine"'))
-    load = cli.specs.load
+    load = specs.load
 
     def load_or_fail(path):
         if Path(path).name == "f_unreadable.toml":  # root reads any file: the failure is simulated
             raise PermissionError(13, "Permission denied", str(path))
         return load(path)
 
-    monkeypatch.setattr(cli.specs, "load", load_or_fail)
+    monkeypatch.setattr(specs, "load", load_or_fail)
     assert cli.main(["list", str(tmp_path)]) == 0
     rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     assert [Path(r[0]).name for r in rows] == ["a_good.toml", "b_syntax.toml", "c_binary.toml", "d_folder.toml", "e_deep.toml",
