@@ -18,9 +18,12 @@ from threadpoolctl import threadpool_limits
 
 __all__ = ["WORKER_CONFIG", "WORKER_PRELOAD", "connect", "local_cluster", "run", "run_tasks"]
 
-#: Dask's statistical profiler samples the task thread's stack every 10 ms: with PyTensor's deep call stacks that took
-#: a cross-validation task from 1.1 s to 2.0–4.5 s (measured on benchmarks/cv_400.toml's fits); off on bayeskern's workers
-WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+#: Dask settings for bayeskern's workers, each measured on one cross-validation fit of benchmarks/cv_400.toml (1.1 s in a
+#: plain process): the statistical profiler samples the task's deep PyTensor stacks every 10 ms (2.0–4.5 s with it on);
+#: the Nanny's default MALLOC_TRIM_THRESHOLD_=65536 makes glibc hand memory back at once, and every numpy array of the
+#: fit is then page-faulted anew (1.8–2.2 s with it); one BLAS thread per worker process, set before it starts
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False,
+                 "distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1, "MKL_NUM_THREADS": 1}}
 
 #: the preload that gives each Dask worker process its own PyTensor compile directory (see `bayeskern._dask_worker`)
 WORKER_PRELOAD = str(Path(__file__).with_name("_dask_worker.py"))
@@ -77,13 +80,12 @@ def local_cluster(workers: int) -> Iterator:
     import dask
     from distributed import Nanny, Scheduler, SpecCluster
 
-    dask.config.set(WORKER_CONFIG)  # the workers receive this process's Dask config
-    blas = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    dask.config.set(WORKER_CONFIG)  # the Nannies read it before spawning; the workers receive it
     worker = _worker_module()
     slots, locks = worker.claim_slots(workers)
     try:
         spec = {f"bayeskern-{i}": {"cls": Nanny, "options": {"nthreads": 1, "host": "127.0.0.1", "silence_logs": 40, "env": {
-            **blas, "BAYESKERN_WORKER_SLOT": str(slot), "PYTENSOR_FLAGS": worker.pytensor_flags(slot)}}} for i, slot in enumerate(slots)}
+            "BAYESKERN_WORKER_SLOT": str(slot), "PYTENSOR_FLAGS": worker.pytensor_flags(slot)}}} for i, slot in enumerate(slots)}
         with SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": None}},
                          silence_logs=40, name="bayeskern") as cluster:
             yield cluster
