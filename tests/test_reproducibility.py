@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # (Python writes floats to 17 digits: equal text is equal bits). Under PyTensor's default fastmath the
 # cold and the warm process differed here in the last bits of the value and of two gradient components
 _FIT = """
-import json, sys, warnings
+import importlib, json, sys, warnings
 import numpy as np, pymc as pm
 import bayeskern as bk
-sys.modules["bayeskern.fit.empirical_bayes"].NUMPY_MAX_N = int(sys.argv[1])  # 0: the objective on Numba
+importlib.import_module("bayeskern.fit.empirical_bayes").NUMPY_MAX_N = int(sys.argv[1])  # 0: the objective on Numba
 from bayeskern.likelihood import find_likelihood
 from bayeskern.fit.empirical_bayes import _Objective
 
