@@ -394,3 +394,14 @@ def test_laplace_is_computed_when_first_read_and_counts_its_own_evaluations():
     n = result.n_evaluations
     assert result.laplace.n_evaluations == 2  # central differences: 2 per coordinate
     assert result.n_evaluations == n and result.laplace is result.laplace  # computed once
+
+
+def test_runs_closer_than_lml_same_are_one_optimum_and_farther_ones_two():
+    from types import SimpleNamespace
+
+    from bayeskern.fit.empirical_bayes import _group_optima
+
+    # the two converged starts of benchmarks/bench_vfe.py (objectives as measured) are one optimum
+    runs = [SimpleNamespace(fun=6759.490973612839), SimpleNamespace(fun=6759.491268619561), SimpleNamespace(fun=6759.51)]
+    optima = _group_optima(runs)
+    assert [count for _, count in optima] == [2, 1] and optima[0][0] is runs[0]
