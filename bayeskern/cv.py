@@ -70,6 +70,10 @@ def _log_predictive(conditioned, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     return -0.5 * (LOG_2PI + np.log(p.var) + (y - p.mean) ** 2 / p.var)
 
 
+def _training_rows(data: Data, test: np.ndarray) -> np.ndarray:
+    return np.setdiff1d(np.arange(len(data.y)), test)
+
+
 def _training_split(data: Data, train: np.ndarray) -> Data:
     return Data(data.X[train], data.y[train], data.x_names, data.y_name, f"{data.description} (a training split)")
 
@@ -85,8 +89,7 @@ def _caught(fn, *args) -> tuple:
 def refit_fold(spec, index: int, data: Data, test: np.ndarray, fold: int, seed: int) -> tuple:
     """One task: candidate `index` refitted by EB on the rows outside `test` (seed from the task's key), scored on `test`."""
     def score():
-        train = np.setdiff1d(np.arange(len(data.y)), test)
-        model = spec.model(spec.candidates[index], _training_split(data, train))
+        model = spec.model(spec.candidates[index], _training_split(data, _training_rows(data, test)))
         conditioned = empirical_bayes(model, seed=task_seed(seed, index, fold), **spec.empirical_bayes.as_kwargs()).conditioned
         return _log_predictive(conditioned, data.X[test], data.y[test])
     return _caught(score)
@@ -101,7 +104,7 @@ def fixed_folds(spec, index: int, data: Data, folds: list, params: dict) -> tupl
         out = []
         for test in folds:
             try:
-                out.append(_log_predictive(numeric.on_rows(np.setdiff1d(np.arange(len(data.y)), test)).condition(), data.X[test], data.y[test]))
+                out.append(_log_predictive(numeric.on_rows(_training_rows(data, test)).condition(), data.X[test], data.y[test]))
             except Exception as err:  # noqa: BLE001 — reported in the candidate's row
                 out.append(err)
         return out

@@ -19,7 +19,7 @@ from bayeskern._validation import (
 from bayeskern.approx import check_approx
 from bayeskern.conditioned import Conditioned
 from bayeskern.kernels import Kernel
-from bayeskern.likelihood import Likelihood, attach
+from bayeskern.likelihood import KernelLikelihood, attach
 
 __all__ = ["ExactGP", "GPLikelihood", "GPPosterior", "condition", "marginal_likelihood", "posterior", "prior_samples"]
 
@@ -61,22 +61,13 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, approx=None, **k
 
 
 @dataclass(frozen=True)
-class GPLikelihood(Likelihood):
+class GPLikelihood(KernelLikelihood):
     """The record of t ~ N(0, K + σ²I) in a PyMC model: data, σ and the kernel (hyperparameters may be symbolic)."""
 
     X: np.ndarray
     y: np.ndarray
     sigma: object
     kernel: Kernel
-
-    def hyperparameters(self) -> list:
-        return [self.sigma] + [v for node in self.kernel.walk() for v in node.parameters().values()]
-
-    def with_values(self, value) -> "GPLikelihood":
-        return GPLikelihood(self.X, self.y, float(value(self.sigma)), self.kernel.map_hyperparameters(value))
-
-    def gram_kernel(self) -> Kernel:
-        return self.kernel
 
     def check_inputs(self, X: np.ndarray) -> None:
         self.kernel.full(X[:2])  # the graph is built, and the inputs checked, without compiling

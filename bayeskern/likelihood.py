@@ -14,7 +14,7 @@ import numpy as np
 
 from bayeskern._validation import is_symbolic
 
-__all__ = ["Likelihood", "attach", "find_likelihood"]
+__all__ = ["KernelLikelihood", "Likelihood", "attach", "find_likelihood"]
 
 
 class Likelihood(ABC):
@@ -67,6 +67,22 @@ class Likelihood(ABC):
             if is_symbolic(v):
                 seen.setdefault(id(v), v)
         return list(seen.values())
+
+
+class KernelLikelihood(Likelihood):
+    """A record whose covariance is a kernel's, exact or approximated (a dataclass with `kernel` among its fields):
+    σ and every kernel hyperparameter, substituted in one place; the prior of f is the kernel's."""
+
+    kernel: object
+
+    def hyperparameters(self) -> list:
+        return [self.sigma] + [v for node in self.kernel.walk() for v in node.parameters().values()]
+
+    def with_values(self, value) -> "KernelLikelihood":
+        return dataclasses.replace(self, sigma=float(value(self.sigma)), kernel=self.kernel.map_hyperparameters(value))
+
+    def gram_kernel(self):
+        return self.kernel
 
 
 def attach(obs, record: Likelihood):

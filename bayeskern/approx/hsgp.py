@@ -23,7 +23,7 @@ from bayeskern._validation import as_inputs, as_targets, check_kernel, check_nam
 from bayeskern.blr import DesignRows, WeightSpaceBLR, log_evidence_from_statistics
 from bayeskern.features import FeatureMap
 from bayeskern.kernels import RBF, Constant, FeatureKernel, Kernel, Linear, Matern32, Matern52, Scaled, Sum
-from bayeskern.likelihood import Likelihood, attach
+from bayeskern.likelihood import KernelLikelihood, attach
 
 __all__ = ["HSGP", "HSGPLikelihood", "HilbertBasis"]
 
@@ -184,8 +184,8 @@ def _resolution(node: Kernel, basis: HilbertBasis, S: np.ndarray) -> list[str]:
     ell = np.broadcast_to(np.asarray(node.hyperparameters["lengthscale"], dtype=np.float64), L.shape)
     messages = []
     for k in range(len(L)):
-        m_rule, c_rule = approx_hsgp_hyperparams([-S[k], S[k]], [ell[k], ell[k] * (1 + 1e-9)], _RULES[type(node)])
-        needed_m, needed_L = int(np.ceil(m_rule * (L[k] / S[k]) / c_rule)), c_rule * S[k]
+        needed_m, c_rule = _pymc_rule(S[k], ell[k], ell[k], _RULES[type(node)], L[k] / S[k])
+        needed_L = c_rule * S[k]
         if m[k] < needed_m or L[k] < needed_L * (1 - 1e-9):
             messages.append(
                 f"HSGP: the fitted length scale {ell[k]:.3g} of {type(node).__name__} in column {k} is not resolved by the basis "
@@ -283,14 +283,20 @@ class HSGP:
         return HSGPLikelihood(X, t, sigma, kernel, basis, DesignRows(basis, X, t))
 
 
+def _pymc_rule(s: float, low: float, high: float, rule: str, c: float | None = None) -> tuple[int, float]:
+    """(m, c_rule) by PyMC's `approx_hsgp_hyperparams` for half-range s and length scales in [low, high]: c_rule =
+    max(a₁·high/s, 1.2), and m the functions it asks for at the box c (c_rule if None) — m ∝ c at a fixed ℓmin."""
+    m_rule, c_rule = approx_hsgp_hyperparams([-s, s], [low, max(high, low * (1 + 1e-9))], rule)
+    return int(np.ceil(m_rule * (c_rule if c is None else c) / c_rule)), c_rule
+
+
 def _automatic(kernel: Kernel, S: np.ndarray, m, c, d: int) -> tuple[tuple, float]:
     """PyMC's rule for (m, c) from the half-range S and the length scales, m capped at M_MAX[d]."""
     low, high, rule = _lengthscale_range(kernel)
     s = float(np.max(S))
-    m_rule, c_rule = approx_hsgp_hyperparams([-s, s], [low, max(high, low * (1 + 1e-9))], rule)
+    needed, c_rule = _pymc_rule(s, low, high, rule, c)
     c = c if c is not None else c_rule
     if m is None:
-        needed = int(np.ceil(m_rule * (c / c_rule)))  # m ∝ c at a fixed ℓmin
         if needed > M_MAX[d]:
             warnings.warn(
                 f"HSGP: the smallest length scale {low:.3g} would need m = {needed} basis functions per column "
@@ -305,7 +311,7 @@ def _automatic(kernel: Kernel, S: np.ndarray, m, c, d: int) -> tuple[tuple, floa
 
 
 @dataclass(frozen=True)
-class HSGPLikelihood(Likelihood):
+class HSGPLikelihood(KernelLikelihood):
     """The record of the collapsed HSGP t ~ N(0, ΦV_θΦᵀ + σ²I): data, σ, the exact kernel, its basis and the statistics of Φ."""
 
     X: np.ndarray
@@ -314,12 +320,6 @@ class HSGPLikelihood(Likelihood):
     kernel: Kernel
     basis: HilbertBasis
     rows: DesignRows = field(repr=False)
-
-    def hyperparameters(self) -> list:
-        return [self.sigma] + [v for node in self.kernel.walk() for v in node.parameters().values()]
-
-    def with_values(self, value) -> "HSGPLikelihood":
-        return HSGPLikelihood(self.X, self.y, float(value(self.sigma)), self.kernel.map_hyperparameters(value), self.basis, self.rows)
 
     def variances(self):
         """v_θ: the prior variance of each feature (symbolic while the kernel's hyperparameters are)."""

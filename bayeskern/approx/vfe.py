@@ -24,7 +24,7 @@ from bayeskern.approx._titsias import INDUCING_JITTER, titsias_bound
 from bayeskern.blr import DesignRows, WeightSpaceBLR
 from bayeskern.features import KernelProjection, design_matrix
 from bayeskern.kernels import Kernel
-from bayeskern.likelihood import Likelihood, attach
+from bayeskern.likelihood import KernelLikelihood, attach
 
 __all__ = ["VFE", "InducingFeatures", "InducingPosterior", "VFELikelihood"]
 
@@ -191,7 +191,7 @@ class VFE:
 
 
 @dataclass(frozen=True)
-class VFELikelihood(Likelihood):
+class VFELikelihood(KernelLikelihood):
     """The record of the collapsed VFE bound in a PyMC model: data, σ, the exact kernel and the inducing inputs Z."""
 
     X: np.ndarray
@@ -199,15 +199,6 @@ class VFELikelihood(Likelihood):
     sigma: object
     kernel: Kernel
     inducing: np.ndarray = field(repr=False)
-
-    def hyperparameters(self) -> list:
-        return [self.sigma] + [v for node in self.kernel.walk() for v in node.parameters().values()]
-
-    def with_values(self, value) -> "VFELikelihood":
-        return VFELikelihood(self.X, self.y, float(value(self.sigma)), self.kernel.map_hyperparameters(value), self.inducing)
-
-    def gram_kernel(self) -> Kernel:
-        return self.kernel  # the prior of f is the exact kernel's; Q is how the bound sees it
 
     def check_inputs(self, X: np.ndarray) -> None:
         self.kernel._check_tree_input_dim(X.shape[1])
