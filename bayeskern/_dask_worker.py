@@ -9,12 +9,15 @@ warm cache from one run to the next. BLAS is limited to one thread per worker (o
 Given to `dask worker --preload /path/to/bayeskern/_dask_worker.py` for a cluster started by hand (the `dask worker`
 command imports no PyTensor before its preloads). The clusters `bayeskern.batch` starts claim the slots in the
 parent process and give each worker its slot in its environment (BAYESKERN_WORKER_SLOT): a spawned worker
-re-imports the parent's main module, which may import PyTensor before any preload runs.
+re-imports the parent's main module, which may import PyTensor before any preload runs; they load this module as a
+preload too, for the rest of the set-up.
 """
 
 import fcntl
+import importlib
 import os
 import re
+import threading
 from pathlib import Path
 
 _HELD = []  # the open lock file of a worker's own slot, held until the process exits
@@ -56,7 +59,7 @@ def pytensor_flags(compiledir: Path) -> str:
 
 
 def dask_setup(worker=None) -> None:
-    """Dask's preload hook: the compile directory first, then one BLAS thread."""
+    """Dask's preload hook: the compile directory first, then one BLAS thread, then the tasks' imports in the background."""
     if "pytensor" not in __import__("sys").modules and "BAYESKERN_WORKER_SLOT" not in os.environ:
         slots, locks = claim_slots(1)
         _HELD.extend(locks)
@@ -67,3 +70,6 @@ def dask_setup(worker=None) -> None:
         import dask
 
         dask.config.set({"distributed.worker.profile.enabled": False})
+    # a task's first unpickling would import PyMC and PyTensor (~3 s): begin now, while the worker waits for work; the
+    # task's own import then waits on the module lock for what is left
+    threading.Thread(target=importlib.import_module, args=("bayeskern.cv",), name="bayeskern-imports", daemon=True).start()

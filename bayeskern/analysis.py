@@ -96,17 +96,21 @@ def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None]
     say(f"{spec.name}: {data.description}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        # refitting folds need nothing from the full-data fits: on a cluster they run while this process does the rest
+        pending = _start_cv(spec, data, seed, say, tasks) if spec.cv is not None and spec.cv.refit else None
         seconds = _fit_candidates(spec, candidates, seed, say, caught)
         selected = 0 if len(candidates) == 1 else int(np.argmax([c.log_marginal_likelihood for c in candidates]))
         result = Analysis(spec, data, seed, candidates, selected, point={}, seconds=seconds)
-        if spec.cv is not None:
-            _cross_validate(result, say, tasks)
+        if spec.cv is not None and pending is None:
+            pending = _start_cv(spec, data, seed, say, tasks, [c.eb.params for c in candidates])
         obs, record = find_likelihood(result.chosen.model)
         plug_in = result.chosen.eb.plug_in if result.chosen.eb is not None else PlugIn(result.chosen.model, record)
         Xgrid = None if spec.grid is None else spec.grid[:, None]
         if spec.mcmc is not None:
             _sample(result, obs.name, Xgrid, say, progressbar)
         _at_point(result, plug_in, Xgrid, say)
+        if pending is not None:
+            _collect_cv(result, pending, say)
     said = [f"{w.category.__name__}: {' '.join(str(w.message).split())}" for w in caught if issubclass(w.category, UserWarning | RuntimeWarning)]
     result.warnings = list(dict.fromkeys(said))  # each distinct warning once, in order
     return result
@@ -127,16 +131,25 @@ def _fit_candidates(spec: Spec, candidates: list, seed: int, say: Callable, caug
     return {"empirical_bayes": sum(c.eb.seconds for c in candidates)}
 
 
-def _cross_validate(result: Analysis, say: Callable, tasks: Callable | None) -> None:
-    """K-fold cross-validation of every candidate (`bayeskern.cv`), its fits computed by `tasks` (`bayeskern.batch.run_tasks`)."""
-    from bayeskern.batch import run_tasks
+def _start_cv(spec: Spec, data: Data, seed: int, say: Callable, tasks: Callable | None, full_params: list | None = None) -> tuple:
+    """Send off the K-fold cross-validation of every candidate (`bayeskern.cv`) through `tasks`
+    (`bayeskern.batch.submit_tasks`; here, when collected, by default); (when, the function that collects it)."""
+    from bayeskern.batch import submit_tasks
 
-    spec, started = result.spec, time.perf_counter()
     n_tasks = len(spec.candidates) * (spec.cv.folds if spec.cv.refit else 1)
     say(f"cross-validation: {len(spec.candidates)} candidate(s) × {spec.cv.folds} folds"
-        f"{', refitted by EB' if spec.cv.refit else ', hyperparameters from all the data'}: {n_tasks} task(s) …")
-    tasks = tasks or (lambda fn, args: run_tasks(fn, args, say=say))
-    result.cv_folds, result.cv = cv.cross_validate(spec, result.data, [c.eb for c in result.candidates], result.seed, tasks)
+        f"{', refitted by EB' if spec.cv.refit else ', hyperparameters from all the data'}: {n_tasks} task(s)"
+        f"{' sent to the cluster' if tasks is not None else ''} …")
+    tasks = tasks or (lambda fn, args: submit_tasks(fn, args, say=say))
+    return time.perf_counter(), cv.cross_validate(spec, data, seed, tasks, full_params)
+
+
+def _collect_cv(result: Analysis, pending: tuple, say: Callable) -> None:
+    """The cross-validation's results into `result`; its seconds count from when its tasks were sent (on a cluster they
+    overlap the rest of the analysis)."""
+    started, collect = pending
+    say("cross-validation: the fold fits …")
+    result.cv_folds, result.cv = collect()
     for done in result.cv:
         say(f"  {done.candidate}: " + (f"elpd_kfold = {done.elpd:.4f} (se {done.se:.4f})" if done.error is None else f"failed: {done.error}"))
     result.seconds["cross_validation"] = time.perf_counter() - started

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-__all__ = ["WORKER_CONFIG", "WORKER_PRELOAD", "connect", "local_cluster", "run", "run_tasks"]
+__all__ = ["WORKER_CONFIG", "WORKER_PRELOAD", "connect", "local_cluster", "run", "run_tasks", "submit_tasks"]
 
 #: Dask settings for bayeskern's workers, each measured on one cross-validation fit of benchmarks/cv_400.toml (1.1 s in a
 #: plain process): the statistical profiler samples the task's deep PyTensor stacks every 10 ms (2.0–4.5 s with it on);
@@ -39,37 +39,46 @@ def run_tasks(fn: Callable, tasks: list[tuple], client=None, say: Callable[[str]
 
     Progress goes to `say`: tasks done of the total and, while some run on a cluster, the longest-running one.
     """
+    return submit_tasks(fn, tasks, client, say)()
+
+
+def submit_tasks(fn: Callable, tasks: list[tuple], client=None, say: Callable[[str], None] | None = None) -> Callable[[], list]:
+    """`run_tasks` in two steps: the tasks go to `client`'s workers now, and the function returned waits for their results,
+    so this process can do other work meanwhile. Without a client the tasks run here, when that function is called."""
     say = say or (lambda message: None)
     if client is None:
-        out = []
-        for i, args in enumerate(tasks):
-            try:
-                out.append(_one_blas_thread(fn, *args))
-            except Exception as err:  # noqa: BLE001 — a failing task is a result: its row reports it
-                out.append(err)
-            say(f"  tasks done: {i + 1}/{len(tasks)}")
-        return out
-    return _on_cluster(fn, tasks, client, say)
-
-
-def _on_cluster(fn: Callable, tasks: list[tuple], client, say: Callable) -> list:
+        return lambda: _here(fn, tasks, say)
     from distributed import as_completed
 
     run_id = uuid.uuid4().hex[:8]
     keys = [f"bayeskern-{run_id}-{i}" for i in range(len(tasks))]
     futures = [client.submit(_one_blas_thread, fn, *args, key=key, pure=False) for key, args in zip(keys, tasks)]
-    started, done = time.monotonic(), 0
-    for _ in as_completed(futures):
-        done += 1
-        running = [k for k, f in zip(keys, futures) if not f.done()]
-        say(f"  tasks done: {done}/{len(tasks)}" + (f"; running for {time.monotonic() - started:.0f} s: {running[0]}" if running else ""))
+    started = time.monotonic()
+
+    def collect() -> list:
+        for done, _ in enumerate(as_completed(futures), start=1):
+            running = [k for k, f in zip(keys, futures) if not f.done()]
+            say(f"  tasks done: {done}/{len(tasks)}" + (f"; running for {time.monotonic() - started:.0f} s: {running[0]}" if running else ""))
+        return [_result(f) for f in futures]
+    return collect
+
+
+def _here(fn: Callable, tasks: list[tuple], say: Callable) -> list:
     out = []
-    for f in futures:
+    for i, args in enumerate(tasks):
         try:
-            out.append(f.result())
-        except Exception as err:  # noqa: BLE001 — the task's error (or KilledWorker after repeated deaths) for its row
+            out.append(_one_blas_thread(fn, *args))
+        except Exception as err:  # noqa: BLE001 — a failing task is a result: its row reports it
             out.append(err)
+        say(f"  tasks done: {i + 1}/{len(tasks)}")
     return out
+
+
+def _result(future):
+    try:
+        return future.result()
+    except Exception as err:  # noqa: BLE001 — the task's error (or KilledWorker after repeated deaths) for its row
+        return err
 
 
 @contextlib.contextmanager
@@ -84,7 +93,7 @@ def local_cluster(workers: int) -> Iterator:
     worker = _worker_module()
     slots, locks = worker.claim_slots(workers)
     try:
-        spec = {f"bayeskern-{i}": {"cls": Nanny, "options": {"nthreads": 1, "host": "127.0.0.1", "silence_logs": 40, "env": {
+        spec = {f"bayeskern-{i}": {"cls": Nanny, "options": {"nthreads": 1, "host": "127.0.0.1", "silence_logs": 40, "preload": [WORKER_PRELOAD], "env": {
             "BAYESKERN_WORKER_SLOT": str(slot), "PYTENSOR_FLAGS": worker.pytensor_flags(slot)}}} for i, slot in enumerate(slots)}
         with SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": None}},
                          silence_logs=40, name="bayeskern") as cluster:
@@ -128,11 +137,14 @@ def run(specs: list, client=None, seed: int | None = None, out=None, where: dict
 
     if out is not None and len(specs) > 1:
         raise ValueError("out names the report folder of one spec; with several, each report goes to reports/<name>/")
-    tasks = None if client is None else (lambda fn, args: run_tasks(fn, args, client, cli._say))
+    tasks = None if client is None else (lambda fn, args: submit_tasks(fn, args, client, cli._say))
     folders, failed = [], []
+    # with a cluster, this process fits while its tasks run: one BLAS thread, not a second pool competing for the cores
+    blas = threadpool_limits(limits=1) if client is not None else contextlib.nullcontext()
     for path in specs:
         try:
-            folders.append(cli.run(path, out, seed, where, tasks))
+            with blas:
+                folders.append(cli.run(path, out, seed, where, tasks))
         except CrossValidationFailed as err:
             failed.append(str(err))
     if failed:

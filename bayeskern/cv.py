@@ -111,21 +111,32 @@ def fixed_folds(spec, index: int, data: Data, folds: list, params: dict) -> tupl
     return _caught(score)
 
 
-def cross_validate(spec, data: Data, full_fits: list, seed: int, run_tasks) -> tuple[list, list]:
-    """(folds, one `KFoldResult` per candidate) for `spec.cv`; `run_tasks(fn, [args, ...])` computes the tasks (here or on a
-    cluster) and returns each one's result or exception. Warnings of the tasks are raised here, naming candidate and fold."""
+def cross_validate(spec, data: Data, seed: int, submit, full_params: list | None = None):
+    """Start `spec.cv`'s tasks and return a function that waits for them and gives (folds, one `KFoldResult` per candidate).
+
+    `submit(fn, [args, ...])` sends the tasks off (here or to a cluster, `bayeskern.batch.submit_tasks`) and returns a
+    function giving each one's result or exception. `full_params`: each candidate's EB optimum on all the data, needed
+    with `refit = false` only — with refitting, the tasks can start before the full-data fits. The tasks' warnings are
+    raised when their results are collected, naming candidate and fold.
+    """
     folds, n_folds = fold_indices(len(data.y), spec.cv.folds, spec.cv.shuffle, spec.cv.seed), spec.cv.folds
     candidates = range(len(spec.candidates))
     if spec.cv.refit:
-        outputs = run_tasks(refit_fold, [(spec, i, data, folds[k], k, seed) for i in candidates for k in range(n_folds)])
-        per_fold = {(i, k): outputs[i * n_folds + k] for i in candidates for k in range(n_folds)}
+        pending = submit(refit_fold, [(spec, i, data, folds[k], k, seed) for i in candidates for k in range(n_folds)])
     else:
-        outputs = run_tasks(fixed_folds, [(spec, i, data, folds, full_fits[i].params) for i in candidates])
-        per_fold = {}
-        for i, output in zip(candidates, outputs):
-            values, said = (output, []) if isinstance(output, Exception) else output
-            per_fold |= {(i, k): (values if isinstance(values, Exception) else values[k], said if k == 0 else []) for k in range(n_folds)}
-    return folds, [_assemble(spec.candidates[i], data, folds, [per_fold[i, k] for k in range(n_folds)]) for i in candidates]
+        pending = submit(fixed_folds, [(spec, i, data, folds, full_params[i]) for i in candidates])
+
+    def collect() -> tuple[list, list]:
+        outputs = pending()
+        if spec.cv.refit:
+            per_fold = {(i, k): outputs[i * n_folds + k] for i in candidates for k in range(n_folds)}
+        else:
+            per_fold = {}
+            for i, output in zip(candidates, outputs):
+                values, said = (output, []) if isinstance(output, Exception) else output
+                per_fold |= {(i, k): (values if isinstance(values, Exception) else values[k], said if k == 0 else []) for k in range(n_folds)}
+        return folds, [_assemble(spec.candidates[i], data, folds, [per_fold[i, k] for k in range(n_folds)]) for i in candidates]
+    return collect
 
 
 def _assemble(candidate: str, data: Data, folds: list, outputs: list) -> KFoldResult:
