@@ -17,6 +17,7 @@ import fcntl
 import importlib
 import os
 import re
+import signal
 import threading
 from pathlib import Path
 
@@ -64,6 +65,8 @@ def dask_setup(worker=None) -> None:
         slots, locks = claim_slots(1)
         _HELD.extend(locks)
         os.environ["PYTENSOR_FLAGS"] = pytensor_flags(slots[0])
+    if "BAYESKERN_WORKER_SLOT" in os.environ:  # a worker of a cluster bayeskern started: Ctrl-C (SIGINT to the whole process
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # group) is for that process, which stops the cluster; no traceback here
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = "1"
     if worker is not None:  # the statistical profiler's stack sampling slows PyTensor-heavy tasks ~2× (bayeskern.batch.WORKER_CONFIG)

@@ -3,6 +3,7 @@ in this process, on a local Dask cluster, on a cluster started by hand, and when
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -11,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from bayeskern import batch, cli
@@ -46,11 +48,17 @@ def spec_path(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def in_process(spec_path, tmp_path_factory):
-    """The cross-validation of summary.json, everything in this process."""
+def in_process_folder(spec_path, tmp_path_factory) -> Path:
+    """The report folder of the small spec, everything in this process."""
     out = tmp_path_factory.mktemp("here") / "report"
     batch.run([spec_path], out=out)
-    return json.loads((out / "summary.json").read_text())["cross_validation"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def in_process(in_process_folder):
+    """The cross-validation of summary.json, everything in this process."""
+    return _cv(in_process_folder)
 
 
 #: issue 18's spec: 4 candidate kernels × 5 folds on 400 points, 20 fits (the slow tests run it on every kind of cluster)
@@ -73,6 +81,43 @@ def test_two_local_workers_give_the_same_numbers_as_one_process(spec_path, in_pr
     assert cli.main(["run", str(spec_path), "--workers", "2", "--out", str(out)]) == 0
     assert _cv(out) == in_process  # to the last bit: same tasks, same seeds, one BLAS thread everywhere
     assert [row["error"] for row in in_process["table"]] == [None, None, None]
+
+
+def _files(folder: Path) -> dict:
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_ctrl_c_during_the_fan_out_stops_the_cluster_and_keeps_the_previous_report(spec_path, in_process_folder, tmp_path):
+    out = tmp_path / "report"
+    shutil.copytree(in_process_folder, out)
+    before = _files(out)
+    command = [str(Path(sys.executable).with_name("bayeskern")), "run", str(spec_path), "--workers", "2", "--out", str(out)]
+    # a session of its own, so that SIGINT can go to the whole process group, as a terminal's Ctrl-C does
+    run = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    said = []
+    for line in run.stderr:  # interrupt once the fold fits are on the cluster
+        said.append(line)
+        if "sent to the cluster" in line:
+            break
+    assert any("sent to the cluster" in line for line in said), said
+    os.killpg(run.pid, signal.SIGINT)
+    said += run.stderr.readlines()
+    assert run.wait(60) == 130, said
+    assert f"interrupted; the previous report in {out}/ is untouched" in said[-1]
+    assert not any("Traceback" in line for line in said), "".join(said)  # the workers leave the interrupt to the run
+    assert _files(out) == before
+    deadline = time.monotonic() + 30  # the cluster's workers and their helpers: all gone (zombies await their reaper)
+    while alive := [p for p in psutil.process_iter(["pid", "status"]) if _group(p) == run.pid and p.info["status"] != psutil.STATUS_ZOMBIE]:
+        if time.monotonic() > deadline:
+            pytest.fail(f"processes of the interrupted run are alive 30 s after it exited: {alive}")
+        time.sleep(0.5)
+
+
+def _group(process) -> int | None:
+    try:
+        return os.getpgid(process.pid)
+    except ProcessLookupError:
+        return None
 
 
 def _free_port() -> int:
