@@ -197,7 +197,7 @@ def _at_point(result: Analysis, plug_in: PlugIn, Xgrid, say: Callable) -> None:
     if spec.approx is not None:
         say(f"approximation audit: {spec.approx} against the exact GP at the fitted point …")
         result.checks["approximation"] = checks.approximation_error(
-            numeric.kernel, parse_approx(spec.approx), result.data.X, result.data.y, numeric.sigma, Xnew=Xgrid,
+            numeric.kernel, numeric.approximation_as_fitted(parse_approx(spec.approx)), result.data.X, result.data.y, numeric.sigma, Xnew=Xgrid,
             seed=result.seed,
         )
     if spec.checks.kernel_trick is not None:

@@ -56,6 +56,19 @@ class Likelihood(ABC):
         """What a numeric record at fitted hyperparameters finds wrong with its own approximation (none for an exact model)."""
         return []
 
+    def refined(self, numeric: "Likelihood") -> "Likelihood | None":
+        """A copy of this model record with the approximation its own rule chooses at the hyperparameters of `numeric`
+        (a fit's optimum), to be installed (`install`); None (the default) when the choice stays."""
+        return None
+
+    def install(self) -> None:
+        """Put this record's approximation into its model's graph (the shared variables the record was built with)."""
+
+    def approximation_as_fitted(self, given):
+        """The approximation to audit against the exact GP: `given` (the model's settings), or the one the fit chose in
+        its place (an automatic HSGP basis)."""
+        return given
+
     def weight_space(self) -> tuple | None:
         """(φ, Σ) when the model is a regression on features, w ~ N(0, Σ); None for a kernel model."""
         return None

@@ -279,3 +279,72 @@ def test_predictions_outside_the_box_warn_and_inside_do_not():
         solver.predict(np.linspace(-3.0, 4.0, 5))  # inside c·S = 3.75 around 0.5
     with pytest.warns(RuntimeWarning, match="does not extend there"):
         solver.predict(np.array([5.0]))
+
+
+# an automatic basis is re-chosen where the fit ends: smooth Matérn-5/2 data, ℓ = 4 on [0, 10], signal-to-noise 25
+X_SMOOTH = np.sort(np.random.default_rng(11).uniform(0.0, 10.0, 400))
+Y_SMOOTH = bk.gp.prior_samples(bk.kernels.Matern52(4.0), X_SMOOTH, seed=5)[0] + 0.2 * np.random.default_rng(12).standard_normal(400)
+
+
+def smooth_model(approx):
+    with pm.Model() as model:
+        eta, ell, sigma = pm.HalfNormal("eta", 2.0), pm.LogNormal("ell", np.log(4.0), 0.5), pm.HalfNormal("sigma", 1.0)
+        bk.gp.marginal_likelihood("y", X_SMOOTH, Y_SMOOTH, eta**2 * bk.kernels.Matern52(ell), sigma, approx=approx)
+    return model
+
+
+def test_an_automatic_basis_is_rechosen_at_the_optimum_and_the_fit_matches_the_exact_gp():
+    model = smooth_model(bk.approx.HSGP())
+    first = model.observed_RVs[0].tag.bayeskern.basis  # PyMC's rule on the prior's 1 %–99 % length scales
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", bk.fit.FitWarning)  # no resolution warning for a basis the fit chose itself
+        eb = bk.fit.empirical_bayes(model, restarts=2, seed=0)
+    record = model.observed_RVs[0].tag.bayeskern
+    assert eb.converged and record.basis.m != first.m and record.basis is eb.conditioned.features
+    p = eb.params
+    kernel = p["eta"] ** 2 * bk.kernels.Matern52(p["ell"])
+    # the evidence in the chosen basis within BASIS_LML_TOL-scale distance (0.1 nats) of the exact GP's
+    exact = bk.gp.condition(kernel, X_SMOOTH, Y_SMOOTH, p["sigma"]).log_marginal_likelihood
+    assert abs(eb.log_marginal_likelihood - exact) < 0.1
+    # the model's graph holds the new basis: its log density at the optimum is that record's evidence
+    point = model.initial_point()
+    point.update({"eta_log__": np.log(p["eta"]), "ell_log__": np.log(p["ell"]), "sigma_log__": np.log(p["sigma"])})
+    logp = model.compile_fn(model.observedlogp, point_fn=True)(point)
+    assert logp == pytest.approx(eb.log_marginal_likelihood, rel=1e-10)
+    assert pm.draw(model.observed_RVs[0], random_seed=1).shape == (400,)  # prior draws read the new basis too
+    # and the hyperparameters are the exact GP's to 2 % (the exact EB on the same data)
+    exact_eb = bk.fit.empirical_bayes(smooth_model(None), restarts=2, seed=0)
+    for name in p:
+        assert p[name] == pytest.approx(exact_eb.params[name], rel=0.02), name
+
+
+def test_a_given_basis_is_kept_by_the_fit():
+    model = smooth_model(bk.approx.HSGP(m=40, c=3.0))
+    eb = bk.fit.empirical_bayes(model, restarts=1, seed=0)
+    assert eb.conditioned.features.m == (40,) and model.observed_RVs[0].tag.bayeskern.basis.m == (40,)
+
+
+def test_an_automatic_basis_at_numeric_hyperparameters_has_a_converged_evidence():
+    """bk.gp.condition with HSGP(): doubling m or widening the box moves log p by ≤ BASIS_LML_TOL; PyMC's rule alone does not."""
+    from bayeskern.approx.hsgp import BASIS_LML_TOL
+
+    kernel = 2.0**2 * bk.kernels.Matern52(4.0)
+    chosen = bk.gp.condition(kernel, X_SMOOTH, Y_SMOOTH, 0.2, approx=bk.approx.HSGP())
+    m, L = chosen.features.m[0], chosen.features.parameters()["L"][0]
+    S = (X_SMOOTH.max() - X_SMOOTH.min()) / 2
+    for m2, c2 in ((2 * m, L / S), (int(np.ceil(1.5 * m)), 1.5 * L / S)):
+        other = bk.gp.condition(kernel, X_SMOOTH, Y_SMOOTH, 0.2, approx=bk.approx.HSGP(m=m2, c=c2))
+        assert abs(other.log_marginal_likelihood - chosen.log_marginal_likelihood) <= BASIS_LML_TOL
+    rule = bk.approx.HSGP().basis(kernel, X_SMOOTH[:, None])
+    by_rule = bk.gp.condition(kernel, X_SMOOTH, Y_SMOOTH, 0.2, approx=bk.approx.HSGP(m=rule.m, L=rule.parameters()["L"]))
+    exact = bk.gp.condition(kernel, X_SMOOTH, Y_SMOOTH, 0.2).log_marginal_likelihood
+    assert abs(chosen.log_marginal_likelihood - exact) < 0.1 < abs(by_rule.log_marginal_likelihood - exact)
+
+
+def test_an_evidence_that_needs_more_than_m_max_warns(monkeypatch):
+    import bayeskern.approx.hsgp as hsgp
+
+    monkeypatch.setattr(hsgp, "M_MAX", {1: 12, 2: 40, 3: 14})
+    with pytest.warns(RuntimeWarning, match=r"has not converged in the basis at m = \(\d+,\).*more than m = 12"):
+        chosen = bk.gp.condition(2.0**2 * bk.kernels.Matern52(4.0), X_SMOOTH, Y_SMOOTH, 0.2, approx=bk.approx.HSGP())
+    assert chosen.features.m[0] <= 12

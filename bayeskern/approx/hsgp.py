@@ -7,6 +7,7 @@ so the GP is a Bayesian linear regression on a basis computed once: t ~ N(0, ΦV
 Constant and linear parts of a sum stay exact, as the extra features 1 and x.
 """
 
+import dataclasses
 import warnings
 from dataclasses import dataclass, field
 from functools import singledispatch
@@ -15,7 +16,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
-from pymc.gp.hsgp_approx import approx_hsgp_hyperparams, calc_eigenvalues, calc_eigenvectors
+from pymc.gp.hsgp_approx import approx_hsgp_hyperparams, calc_eigenvalues
 
 from bayeskern._linalg import TINY
 from bayeskern._parameterised import bind_given
@@ -38,6 +39,10 @@ M_MAX = {1: 600, 2: 40, 3: 14}
 PRIOR_QUANTILES = (0.01, 0.99)
 #: prior draws for those quantiles
 PRIOR_DRAWS = 2000
+#: m and c left to the package, at numeric hyperparameters (a fit's optimum), are enlarged from PyMC's rule until a
+#: finer basis changes log p(t | θ) by at most this many nats (`_converged`): PyMC's rule bounds the error of k, and
+#: at a high signal-to-noise ratio that error still moves the evidence (−30 nats at the rule for ℓ = range/1.2, n = 1000)
+BASIS_LML_TOL = 0.05
 
 
 class HilbertBasis(FeatureMap):
@@ -68,13 +73,12 @@ class HilbertBasis(FeatureMap):
         return np.sqrt(calc_eigenvalues(self.parameters()["L"], self.m))
 
     def _symbolic(self, X, p):
-        eigenvalues = calc_eigenvalues(p["L"], self.m)  # λⱼ = (πj / 2L)²
-        parts = [calc_eigenvectors(X - p["center"], p["L"], eigenvalues, self.m)]
-        if self.constant:
-            parts.append(pt.ones((X.shape[0], 1), dtype="float64"))
-        if self.linear:
-            parts.append(X)
-        return pt.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+        omega = np.sqrt(calc_eigenvalues(p["L"], self.m))  # ωⱼ = √λⱼ = πj / 2L
+        return hilbert_features(X, p["center"], p["L"], omega, self.constant, self.linear)
+
+    def resized(self, m: tuple, L: np.ndarray) -> "HilbertBasis":
+        """The same kind of basis around the same centre with `m` functions per column on the box of half-width `L`."""
+        return HilbertBasis(self.parameters()["center"], L, m, self.constant, self.linear)
 
     def __call__(self, X) -> np.ndarray:
         X = as_inputs(X, "X")
@@ -94,6 +98,17 @@ class HilbertBasis(FeatureMap):
     def _repr_args(self):
         p = self.parameters()
         return {"m": self.m, "center": np.round(p["center"], 6).tolist(), "L": np.round(p["L"], 6).tolist()}
+
+
+def hilbert_features(X, center, L, omega, constant: bool, linear: bool):
+    """[Πₖ sin(ωⱼₖ(xₖ − cₖ + Lₖ))/√Lₖ]ⱼ ⊕ [1] ⊕ [x] (PyMC's `calc_eigenvectors` for the Dirichlet boundary, with the
+    frequencies ω (Πm, d) an input, so that a model's basis can change size after it is built)."""
+    parts = [pt.prod(pt.sin(omega[None, :, :] * (X - center + L)[:, None, :]) / pt.sqrt(L), axis=2)]
+    if constant:
+        parts.append(pt.ones((X.shape[0], 1), dtype="float64"))
+    if linear:
+        parts.append(X)
+    return pt.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
 
 
 def _not_approximable(kernel: Kernel) -> ValueError:
@@ -248,26 +263,32 @@ class HSGP:
         L = np.broadcast_to(np.asarray(self.L, dtype=np.float64), (d,)) if self.L is not None else (c or C_MIN) * S
         return HilbertBasis(center, L, m if "basis" in groups else (1,) * d, "constant" in groups, "linear" in groups)
 
+    @property
+    def automatic(self) -> bool:
+        """Whether the package chooses the basis (m, c and L all left out): then it is refined at fitted hyperparameters."""
+        return self.m is None and self.c is None and self.L is None
+
     def marginal_likelihood(self, name: str, X, y, kernel: Kernel, sigma, **kwargs):
         """Add the collapsed HSGP likelihood t ~ N(0, ΦVΦᵀ + σ²I) to the current PyMC model (see `bayeskern.gp.marginal_likelihood`)."""
         name, X = check_name(name), as_inputs(X, "X")
         t = as_targets(y, X.shape[0], "y")
         record = self._record(check_kernel(kernel), X, t, check_sigma(sigma, allow_zero=False))
-        basis, rows = record.basis, record.rows
-        gram, proj = pytensor.shared(rows.gram, name=f"{name}_gram"), pytensor.shared(rows.proj, name=f"{name}_proj")
+        record = dataclasses.replace(record, shared=SharedBasis.of(name, record.basis, record.rows))
+        shared = record.shared
         y_data = pytensor.shared(t, name=f"{name}_y", shape=(None,))
 
-        def generate(v, sigma, size):
-            Phi = basis.symbolic(pt.as_tensor_variable(X))  # formed only when prior draws are asked for
+        def generate(v, sigma, omega, center, L, size):  # the basis's shared variables come in as parameters
+            Phi = hilbert_features(pt.as_tensor_variable(X), center, L, omega, record.basis.constant, record.basis.linear)
             z = pm.Normal.dist(0.0, 1.0, shape=(Phi.shape[1],))
             return pt.dot(Phi, pt.sqrt(v) * z) + pm.Normal.dist(0.0, sigma, shape=(Phi.shape[0],))  # Φw + ε, w ~ N(0, V)
 
-        def logp(value, v, sigma):
+        def logp(value, v, sigma, *basis):
             if value is not y_data:
                 raise ValueError("the collapsed HSGP likelihood holds the statistics ΦᵀΦ, Φᵀt of its observed y only")
-            return log_evidence_from_statistics(gram, proj, float(t @ t), len(t), v, sigma)
+            return log_evidence_from_statistics(shared.gram, shared.proj, float(t @ t), len(t), v, sigma)
 
-        obs = pm.CustomDist(name, record.variances(), record.sigma, dist=generate, logp=logp, signature="(m),()->(n)", observed=y_data, **kwargs)
+        obs = pm.CustomDist(name, record.variances(), record.sigma, shared.omega, shared.center, shared.L, dist=generate, logp=logp,
+                            signature="(m),(),(j,d),(d),(d)->(n)", observed=y_data, **kwargs)
         return attach(obs, record)
 
     def condition(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma: float, box_of: np.ndarray | None = None) -> WeightSpaceBLR:
@@ -278,9 +299,11 @@ class HSGP:
         return self._record(kernel, X, t, sigma, box_of).condition()
 
     def _record(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma, box_of: np.ndarray | None = None) -> "HSGPLikelihood":
-        """The likelihood record: the basis for `box_of` (X if None) and the statistics of Φ(X) with t."""
+        """The likelihood record: the basis for `box_of` (X if None) and the statistics of Φ(X) with t; an automatic basis
+        at numeric hyperparameters is enlarged until log p(t | θ) has converged in it (`_converged`)."""
         basis = self.basis(kernel, X if box_of is None else box_of)
-        return HSGPLikelihood(X, t, sigma, kernel, basis, DesignRows(basis, X, t))
+        record = HSGPLikelihood(X, t, sigma, kernel, basis, DesignRows(basis, X, t), self)
+        return _converged(record) if self.automatic and not any(is_symbolic(v) for v in record.hyperparameters()) else record
 
 
 def _pymc_rule(s: float, low: float, high: float, rule: str, c: float | None = None) -> tuple[int, float]:
@@ -310,9 +333,86 @@ def _automatic(kernel: Kernel, S: np.ndarray, m, c, d: int) -> tuple[tuple, floa
     return m, c
 
 
+def _lml(record: "HSGPLikelihood", basis: HilbertBasis) -> tuple[float, "HSGPLikelihood"]:
+    """log p(t | θ) of a numeric record with another basis, and that record."""
+    other = dataclasses.replace(record, basis=basis, rows=DesignRows(basis, record.X, record.y))
+    return other.condition().log_marginal_likelihood, other
+
+
+def _converged(record: "HSGPLikelihood") -> "HSGPLikelihood":
+    """The numeric `record` with the basis, from its own (PyMC's rule) upwards, in which log p(t | θ) has converged:
+    m doubled in the same box until doubling moves it by ≤ BASIS_LML_TOL (resolution), then the box widened 1.5×
+    with 1.5× the functions (the same highest frequency) if that moves it more (room at the edges), and so on.
+    m is capped at M_MAX: a RuntimeWarning says where log p(t | θ) had not converged."""
+    here = _lml(record, record.basis)
+    while True:
+        while abs((finer := _lml(here[1], _scaled(here[1].basis, 2.0, 1.0)))[0] - here[0]) > BASIS_LML_TOL:
+            here = _within_cap(here, finer)
+            if here is None:
+                return record
+            record = here[1]
+        wider = _lml(record, _scaled(record.basis, 1.5, 1.5))
+        if abs(wider[0] - here[0]) <= BASIS_LML_TOL:
+            return record
+        here = _within_cap(here, wider)
+        if here is None:
+            return record
+        record = here[1]
+
+
+def _size(basis: HilbertBasis) -> int:
+    return int(np.prod(basis.m))
+
+
+def _scaled(basis: HilbertBasis, m_factor: float, L_factor: float) -> HilbertBasis:
+    return basis.resized(tuple(int(np.ceil(m_factor * k)) for k in basis.m), L_factor * basis.parameters()["L"])
+
+
+def _within_cap(here: tuple, bigger: tuple) -> tuple | None:
+    """`bigger` (log p, record) if its m is within M_MAX; else None, with a RuntimeWarning naming the change it would make."""
+    m, d = bigger[1].basis.m, len(bigger[1].basis.m)
+    if max(m) <= M_MAX[d]:
+        return bigger
+    warnings.warn(
+        f"HSGP: log p(t | θ) has not converged in the basis at m = {here[1].basis.m} (m = {m} moves it by "
+        f"{abs(bigger[0] - here[0]):.3g} nats), and more than m = {M_MAX[d]} per column is not chosen automatically; "
+        "give m and c, or use the exact GP or VFE",
+        RuntimeWarning,
+        stacklevel=6,
+    )
+    return None
+
+
+@dataclass(frozen=True)
+class SharedBasis:
+    """A model's HSGP basis and statistics as shared variables of its graph — ΦᵀΦ, Φᵀt, the frequencies ω, the box's
+    centre and half-width — so that a refit with another basis (`HSGPLikelihood.refined`) sets values, not graphs."""
+
+    gram: object
+    proj: object
+    omega: object
+    center: object
+    L: object
+
+    @classmethod
+    def of(cls, name: str, basis: HilbertBasis, rows: DesignRows) -> "SharedBasis":
+        p, d = basis.parameters(), len(basis.m)
+        return cls(pytensor.shared(rows.gram, name=f"{name}_gram", shape=(None, None)), pytensor.shared(rows.proj, name=f"{name}_proj", shape=(None,)),
+                   pytensor.shared(basis.frequencies, name=f"{name}_omega", shape=(None, d)),
+                   pytensor.shared(p["center"], name=f"{name}_center", shape=(d,)), pytensor.shared(p["L"], name=f"{name}_L", shape=(d,)))
+
+    def set(self, basis: HilbertBasis, rows: DesignRows) -> None:
+        p = basis.parameters()
+        for variable, value in ((self.gram, rows.gram), (self.proj, rows.proj), (self.omega, basis.frequencies), (self.center, p["center"]), (self.L, p["L"])):
+            variable.set_value(value)
+
+
 @dataclass(frozen=True)
 class HSGPLikelihood(KernelLikelihood):
-    """The record of the collapsed HSGP t ~ N(0, ΦV_θΦᵀ + σ²I): data, σ, the exact kernel, its basis and the statistics of Φ."""
+    """The record of the collapsed HSGP t ~ N(0, ΦV_θΦᵀ + σ²I): data, σ, the exact kernel, its basis and the statistics of Φ.
+
+    `approx`: the settings it was built with; `shared`: in a PyMC model, the basis as the graph's shared variables.
+    """
 
     X: np.ndarray
     y: np.ndarray
@@ -320,26 +420,53 @@ class HSGPLikelihood(KernelLikelihood):
     kernel: Kernel
     basis: HilbertBasis
     rows: DesignRows = field(repr=False)
+    approx: HSGP = field(default_factory=HSGP)
+    shared: SharedBasis | None = field(default=None, repr=False)
+
+    def refined(self, numeric: "HSGPLikelihood") -> "HSGPLikelihood | None":
+        """With an automatic basis, at the hyperparameters of `numeric` (a fit's optimum, in this record's basis): None if
+        log p(t | θ) has converged in this basis (`_converged`) and it is at most twice the size of the basis grown from
+        PyMC's rule there; else this record with the smaller of the two converged bases (this one grown, or the rule's)."""
+        if not self.approx.automatic or self.shared is None:
+            return None
+        grown = _converged(numeric)  # `numeric` itself when log p has converged in its basis
+        rule = self.approx.basis(numeric.kernel, self.X)  # PyMC's rule at the fitted length scales, then grown
+        chosen = _converged(dataclasses.replace(numeric, basis=rule, rows=DesignRows(rule, self.X, self.y)))
+        if grown is numeric and _size(self.basis) <= 2 * _size(chosen.basis):
+            return None  # the factor 2 keeps a fit from chasing the rule's c, which moves with every ℓ
+        best = min((grown, chosen), key=lambda r: _size(r.basis))
+        return dataclasses.replace(self, basis=best.basis, rows=best.rows)
+
+    def install(self) -> None:
+        self.shared.set(self.basis, self.rows)
 
     def variances(self):
         """v_θ: the prior variance of each feature (symbolic while the kernel's hyperparameters are)."""
         omega = self.basis.frequencies
         if any(is_symbolic(v) for v in self.hyperparameters()[1:]):
-            return _variance_vector(self.kernel, pt.as_tensor_variable(omega), bind_given)
+            return _variance_vector(self.kernel, self.shared.omega if self.shared is not None else pt.as_tensor_variable(omega), bind_given)
         graph = lambda W, _, bind: _variance_vector(self.kernel, W, bind)  # noqa: E731
         return self.kernel._run_graph("hsgp-variances", omega, None, graph, pairs=0)
 
     def on_rows(self, rows: np.ndarray) -> "HSGPLikelihood":
         X, y = self.X[rows], self.y[rows]  # the basis (box, m) stays that of all the data
-        return HSGPLikelihood(X, y, self.sigma, self.kernel, self.basis, DesignRows(self.basis, X, y))
+        return dataclasses.replace(self, X=X, y=y, rows=DesignRows(self.basis, X, y), shared=None)
 
     def rows_per_evaluation(self) -> int:
         return 0  # the log density reads ΦᵀΦ, Φᵀt, tᵀt: O(M³), whatever n
 
     def fit_warnings(self) -> list[str]:
-        """Fitted length scales the basis does not resolve by PyMC's `approx_hsgp_hyperparams` rule, one message per column."""
+        """Fitted length scales the basis does not resolve by PyMC's `approx_hsgp_hyperparams` rule, one message per column;
+        none for an automatic basis, which the fit re-chose at its optimum (`refined`)."""
+        if self.approx.automatic:
+            return []
         S = (self.X.max(axis=0) - self.X.min(axis=0)) / 2.0  # the data's half-range, as the box was built
         return [message for node in _stationary_parts(self.kernel) for message in _resolution(node, self.basis, S)]
+
+    def approximation_as_fitted(self, given):
+        if not self.approx.automatic:
+            return given
+        return HSGP(m=self.basis.m, L=tuple(self.basis.parameters()["L"]))  # the centre follows from the same data
 
     def gram_kernel(self) -> Kernel:
         return FeatureKernel(self.basis, self.variances())  # k̃(x, x′) = φ(x)ᵀVφ(x′), the approximate kernel

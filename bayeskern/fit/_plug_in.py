@@ -1,5 +1,7 @@
 """Plug hyperparameter values into a marginal Gaussian model and get its conditioned model: one path for EB and MCMC."""
 
+import copy
+
 import numpy as np
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
@@ -41,6 +43,12 @@ class PlugIn:
         own = _in_model(self._symbols, model)
         outputs = graph_replace(own, dict(zip(model.free_RVs, inputs, strict=True)), strict=False)
         self._fn = numpy_function(inputs, outputs, on_unused_input="ignore")
+
+    def with_record(self, record: Likelihood) -> "PlugIn":
+        """The same compiled hyperparameters for `record`, a refined copy of this one's (the same symbols)."""
+        other = copy.copy(self)
+        other.record = record
+        return other
 
     def numeric(self, params: dict) -> Likelihood:
         """The record with every hyperparameter a number, given `params` (free variable name → value)."""

@@ -22,7 +22,7 @@ from bayeskern._json import jsonable
 from bayeskern._validation import check_flag, check_integer, check_model, check_seed
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit.warning import FitWarning
-from bayeskern.likelihood import find_likelihood
+from bayeskern.likelihood import attach, find_likelihood
 
 __all__ = ["EmpiricalBayesResult", "Laplace", "Optimum", "empirical_bayes"]
 
@@ -54,6 +54,8 @@ NUMPY_MAX_N = 5000
 #: and on a flat ridge it is not — two starts of the 5-D VFE benchmark, both converged at one optimum, ended
 #: 2.95e-4 apart and were reported as "distinct optima" when this was 1e-4. 1e-3 nats is a Bayes factor of 1.001.
 LML_SAME = 1e-3
+#: how often an approximation chosen by the package may be re-chosen at the optimum and the fit continued (`_refine`)
+MAX_REFINEMENTS = 3
 
 
 @dataclass(frozen=True)
@@ -425,6 +427,7 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
     _check_initial_point(objective)
     compile_seconds = time.perf_counter() - started
     runs = _optimise(model, objective, restarts, seed, maxiter)
+    runs, plug_in = _refine(obs, objective, plug_in, runs, maxiter)
     result = _result(objective, plug_in, runs, include_prior, time_started=started, compile_seconds=compile_seconds)
     _warn(result)
     return result
@@ -453,6 +456,24 @@ def _optimise(model, objective: _Objective, restarts: int, seed, maxiter: int) -
             "(is it positive semi-definite?) and the priors' supports"
         )
     return sorted(runs, key=lambda r: r.fun)
+
+
+def _refine(obs, objective: _Objective, plug_in: PlugIn, runs: list, maxiter: int) -> tuple[list, PlugIn]:
+    """An approximation chosen by the package (HSGP's automatic basis) is re-chosen at the optimum; when it changes,
+    every run continues from where it stopped, on the new one, until the choice holds (at most MAX_REFINEMENTS times)."""
+    for refits in range(MAX_REFINEMENTS + 1):
+        record = obs.tag.bayeskern.refined(plug_in.numeric(objective.params(runs[0].x)))
+        if record is None:
+            return runs, plug_in
+        if refits == MAX_REFINEMENTS:
+            warnings.warn(f"the approximation chosen by the package still changed after {MAX_REFINEMENTS} refits; the fit keeps "
+                          "the last one: give its settings explicitly (e.g. HSGP's m and c)", FitWarning, stacklevel=3)
+            return runs, plug_in
+        record.install()
+        attach(obs, record)
+        plug_in = plug_in.with_record(record)
+        runs = sorted((_past_cliffs(objective, _maximise(objective, res.x, maxiter), maxiter) for res in runs), key=lambda r: r.fun)
+    return runs, plug_in
 
 
 def _group_optima(runs: list) -> list[tuple]:
