@@ -9,6 +9,7 @@ a smooth signal of the same character (sines on a trend) plus N(0, 0.3²) noise.
     .venv/bin/python benchmarks/bench_hsgp.py large --n 1000000    # its own process: peak memory is the process's
     .venv/bin/python benchmarks/bench_hsgp.py nuts --n 10000       # NUTS over θ vs PyMC's pm.gp.HSGP latent model
     .venv/bin/python benchmarks/bench_hsgp.py auto --n 10000       # m and c left to the package, Matérn-5/2
+    .venv/bin/python benchmarks/bench_hsgp.py basis --n 10000      # the evidence's error over m and c on auto's smooth data
 """
 
 import argparse
@@ -120,6 +121,22 @@ def nuts(args):
     print(f"min bulk ESS/s ratio (bayeskern / PyMC), compile included: {(rows[0][2] / rows[0][1]) / (rows[1][2] / rows[1][1]):.1f}")
 
 
+def basis(args):
+    """log p(t | θ) of HSGP(m, c) minus the exact GP's on the auto case's ℓ = range/2 data at its fitted point, over m and c."""
+    rng = np.random.default_rng(3)  # the data of `auto` for fraction 2
+    grid = np.linspace(0, 10, 2000)
+    K = bk.kernels.Matern52(5.0).evaluate(grid) + 1e-9 * np.eye(len(grid))
+    f_grid = np.linalg.cholesky(K) @ rng.standard_normal(len(grid))
+    x = np.sort(rng.uniform(0, 10, args.n))
+    y = np.interp(x, grid, f_grid) + 0.2 * rng.standard_normal(args.n)
+    kernel, sigma = 1.982**2 * bk.kernels.Matern52(6.62), 0.197  # the automatic HSGP's EB optimum at n = 10⁴
+    exact = bk.gp.condition(kernel, x[:, None], y, sigma).log_marginal_likelihood
+    ms = (20, 40, 80, 160, 320, 540)
+    print(f"log p(t | θ̂) − exact ({exact:.3f}), n = {args.n}; rows c, columns m = {ms}")
+    for c in (3, 4.5, 6, 9, 13, 18.3):
+        print(f"c = {c:5}: " + " ".join(f"{bk.gp.condition(kernel, x[:, None], y, sigma, approx=bk.approx.HSGP(m=m, c=c)).log_marginal_likelihood - exact:9.3f}" for m in ms), flush=True)
+
+
 def auto(args):
     """Matérn-5/2 draws with ℓ = range/50 and range/2: HSGP with m, c from the package vs the exact GP on 1000 points."""
     for fraction in (50, 2):
@@ -161,15 +178,15 @@ def auto(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("accuracy", "large", "nuts", "auto"))
+    parser.add_argument("what", choices=("accuracy", "large", "nuts", "auto", "basis"))
     parser.add_argument("--n", type=int, default=None)
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=2)
     args = parser.parse_args()
-    args.n = args.n or {"accuracy": 3000, "large": 100_000, "nuts": 10_000, "auto": 10_000}[args.what]
+    args.n = args.n or {"accuracy": 3000, "large": 100_000, "nuts": 10_000, "auto": 10_000, "basis": 10_000}[args.what]
     warnings.simplefilter("ignore", category=FutureWarning)
-    {"accuracy": accuracy, "large": large, "nuts": nuts, "auto": auto}[args.what](args)
+    {"accuracy": accuracy, "large": large, "nuts": nuts, "auto": auto, "basis": basis}[args.what](args)
     return 0
 
 
