@@ -341,23 +341,19 @@ def _lml(record: "HSGPLikelihood", basis: HilbertBasis) -> tuple[float, "HSGPLik
 
 def _converged(record: "HSGPLikelihood") -> "HSGPLikelihood":
     """The numeric `record` with the basis, from its own (PyMC's rule) upwards, in which log p(t | θ) has converged:
-    m doubled in the same box until doubling moves it by ≤ BASIS_LML_TOL (resolution), then the box widened 1.5×
-    with 1.5× the functions (the same highest frequency) if that moves it more (room at the edges), and so on.
-    m is capped at M_MAX: a RuntimeWarning says where log p(t | θ) had not converged."""
-    here = _lml(record, record.basis)
+    m doubled in the same box while doubling moves it by more than BASIS_LML_TOL (resolution), else the box widened
+    1.5× with 1.5× the functions (the same highest frequency) while that does (room at the edges). `record` itself
+    when its basis passes both; m is capped at M_MAX, with a RuntimeWarning where log p had not converged."""
+    here = (record.condition().log_marginal_likelihood, record)
     while True:
-        while abs((finer := _lml(here[1], _scaled(here[1].basis, 2.0, 1.0)))[0] - here[0]) > BASIS_LML_TOL:
-            here = _within_cap(here, finer)
-            if here is None:
-                return record
-            record = here[1]
-        wider = _lml(record, _scaled(record.basis, 1.5, 1.5))
-        if abs(wider[0] - here[0]) <= BASIS_LML_TOL:
-            return record
-        here = _within_cap(here, wider)
-        if here is None:
-            return record
-        record = here[1]
+        step = _lml(here[1], _scaled(here[1].basis, 2.0, 1.0))
+        if abs(step[0] - here[0]) <= BASIS_LML_TOL:
+            step = _lml(here[1], _scaled(here[1].basis, 1.5, 1.5))
+            if abs(step[0] - here[0]) <= BASIS_LML_TOL:
+                return here[1]
+        if not _within_cap(here, step):
+            return here[1]
+        here = step
 
 
 def _size(basis: HilbertBasis) -> int:
@@ -368,11 +364,11 @@ def _scaled(basis: HilbertBasis, m_factor: float, L_factor: float) -> HilbertBas
     return basis.resized(tuple(int(np.ceil(m_factor * k)) for k in basis.m), L_factor * basis.parameters()["L"])
 
 
-def _within_cap(here: tuple, bigger: tuple) -> tuple | None:
-    """`bigger` (log p, record) if its m is within M_MAX; else None, with a RuntimeWarning naming the change it would make."""
+def _within_cap(here: tuple, bigger: tuple) -> bool:
+    """Whether the basis of `bigger` (log p, record) is within M_MAX; if not, a RuntimeWarning with the numbers."""
     m, d = bigger[1].basis.m, len(bigger[1].basis.m)
     if max(m) <= M_MAX[d]:
-        return bigger
+        return True
     warnings.warn(
         f"HSGP: log p(t | θ) has not converged in the basis at m = {here[1].basis.m} (m = {m} moves it by "
         f"{abs(bigger[0] - here[0]):.3g} nats), and more than m = {M_MAX[d]} per column is not chosen automatically; "
@@ -380,7 +376,7 @@ def _within_cap(here: tuple, bigger: tuple) -> tuple | None:
         RuntimeWarning,
         stacklevel=6,
     )
-    return None
+    return False
 
 
 @dataclass(frozen=True)
