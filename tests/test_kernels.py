@@ -429,3 +429,14 @@ def test_zoo_kernels_take_random_variable_hyperparameters():
         (Kx,) = fn({"sw2_log__": np.log(1.3), "rho_log__": np.log(0.7)})
     np.testing.assert_allclose(Kx, ref.relu_network_kernels(X, X, 2, 1.3, 0.1)[1] + ref.probability_product(X, X, 0.7, 0.5), rtol=1e-10)
 
+
+
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_arccosine_is_exact_for_nearly_parallel_inputs(order):
+    """Hypothesis's counterexample: inputs 6e-8 rad apart. With θ = arccos(cos θ) the angle was off by ~√ε (1e-8)
+    and K₀ had an eigenvalue of −1.3e-8; Kahan's θ = 2·atan2(‖u − u′‖, ‖u + u′‖) is exact to rounding."""
+    X = np.array([[5.96046448e-08, 0.5], [0.0, 5.96046448e-08], [5.96046448e-08, 1.0]])
+    K = bk.kernels.ArcCosine(order).evaluate(X)
+    np.testing.assert_allclose(K, ref.arccosine(X, X, order), rtol=1e-14, atol=1e-15)  # numpy, Kahan's formula too
+    lam = np.linalg.eigvalsh(K)
+    assert lam[0] >= -1e-14 * lam[-1], lam

@@ -5,8 +5,9 @@ import pytensor.tensor as pt
 
 from bayeskern._linalg import EPS
 from bayeskern.kernels.base import Kernel
+from bayeskern.kernels.stationary import DIFFERENCE_COLUMNS
 
-__all__ = ["ArcCosine", "angular_cosine", "arccos_J"]
+__all__ = ["ArcCosine", "angular_cosine", "arccos_J", "kahan_angle"]
 
 
 def angular_cosine(S, s1, s2, same: bool):
@@ -35,17 +36,30 @@ def angular_cosine(S, s1, s2, same: bool):
 
 
 def arccos_J(order: int, cos):
-    """J_n(θ) of Cho & Saul (2009, eq. 4–6) as a function of cos θ:
+    """J_n(θ) of Cho & Saul (2009, eq. 4–6) as a function of cos θ (see `_J`)."""
+    return _J(order, pt.arccos(cos), cos, pt.sqrt(pt.clip(1.0 - cos**2, 0.0, 1.0)))  # sin θ ≥ 0 on θ ∈ [0, π]
 
-    J₀ = π − θ;  J₁ = sin θ + (π − θ) cos θ;  J₂ = 3 sin θ cos θ + (π − θ)(1 + 2 cos²θ).
-    """
-    theta = pt.arccos(cos)
-    sin = pt.sqrt(pt.clip(1.0 - cos**2, 0.0, 1.0))  # sin θ ≥ 0 on θ ∈ [0, π]
+
+def _J(order: int, theta, cos, sin):
+    """J₀ = π − θ;  J₁ = sin θ + (π − θ) cos θ;  J₂ = 3 sin θ cos θ + (π − θ)(1 + 2 cos²θ)."""
     if order == 0:
         return np.pi - theta
     if order == 1:
         return sin + (np.pi - theta) * cos
     return 3.0 * sin * cos + (np.pi - theta) * (1.0 + 2.0 * cos**2)
+
+
+def kahan_angle(X, Xs, s1, s2):
+    """θ = 2·atan2(‖u − u′‖, ‖u + u′‖) between the rows of X and Xs, u = x/‖x‖ (Kahan): accurate to rounding near
+    0 and π, where arccos(cos θ) turns a round-off of ε in cos θ into √ε in θ (then K₀ is not PSD to round-off).
+    Sums over the columns of differences, no cancellation; exactly symmetric for Xs = X with θ = 0 on the diagonal.
+    θ = π/2 where x or x′ is 0 (the convention of `angular_cosine`). `s1`, `s2`: ‖x‖², ‖x′‖²."""
+    n1, n2 = pt.sqrt(s1), pt.sqrt(s2)
+    U, Us = X / pt.switch(pt.gt(n1, 0.0), n1, 1.0)[:, None], Xs / pt.switch(pt.gt(n2, 0.0), n2, 1.0)[:, None]
+    minus = sum(pt.square(U[:, k][:, None] - Us[:, k][None, :]) for k in range(X.type.shape[1]))
+    plus = sum(pt.square(U[:, k][:, None] + Us[:, k][None, :]) for k in range(X.type.shape[1]))
+    theta = 2.0 * pt.arctan2(pt.sqrt(minus), pt.sqrt(plus))
+    return pt.switch(pt.eq(n1, 0.0)[:, None] | pt.eq(n2, 0.0)[None, :], np.pi / 2, theta)
 
 
 class ArcCosine(Kernel):
@@ -73,8 +87,11 @@ class ArcCosine(Kernel):
         same = Xs is None
         Xs = X if same else Xs
         s1, s2 = pt.sum(X**2, axis=1), pt.sum(Xs**2, axis=1)  # ‖x‖², ‖x′‖²
-        cos = angular_cosine(pt.dot(X, Xs.T), s1, s2, same)
-        J = arccos_J(self.order, cos)
+        if X.type.shape[1] <= DIFFERENCE_COLUMNS:  # θ by Kahan's formula, from per-column differences
+            theta = kahan_angle(X, Xs, s1, s2)
+            J = _J(self.order, theta, pt.cos(theta), pt.sin(theta))
+        else:  # many columns: θ from the inner products, |cos θ| near 1 snapped (see angular_cosine)
+            J = arccos_J(self.order, angular_cosine(pt.dot(X, Xs.T), s1, s2, same))
         if self.order == 0:
             return J / np.pi  # k₀ = 1 − θ/π
         return pt.sqrt(s1[:, None] * s2[None, :]) ** self.order * J / np.pi  # (1/π)‖x‖ⁿ‖x′‖ⁿ J_n(θ)
