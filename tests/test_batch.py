@@ -92,8 +92,10 @@ def test_ctrl_c_during_the_fan_out_stops_the_cluster_and_keeps_the_previous_repo
     shutil.copytree(in_process_folder, out)
     before = _files(out)
     command = [str(Path(sys.executable).with_name("bayeskern")), "run", str(spec_path), "--workers", "2", "--out", str(out)]
-    # a session of its own, so that SIGINT can go to the whole process group, as a terminal's Ctrl-C does
-    run = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # a session of its own, so that SIGINT can go to the whole process group, as a terminal's Ctrl-C does; and SIGINT's
+    # default action, as in a terminal: an ignored SIGINT is inherited, and pytest-xdist's workers may ignore it
+    run = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     said = []
     for line in run.stderr:  # interrupt once the fold fits are on the cluster
         said.append(line)
