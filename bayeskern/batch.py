@@ -139,11 +139,11 @@ def run(specs: list, client=None, seed: int | None = None, out=None, where: dict
         raise ValueError("out names the report folder of one spec; with several, each report goes to reports/<name>/")
     tasks = None if client is None else (lambda fn, args: submit_tasks(fn, args, client, cli._say))
     folders, failed = [], []
-    # with a cluster, this process fits while its tasks run: one BLAS thread, not a second pool competing for the cores
-    blas = threadpool_limits(limits=1) if client is not None else contextlib.nullcontext()
     for path in specs:
         try:
-            with blas:
+            # with a cluster, this process fits while its tasks run: one BLAS thread, not a second pool competing for the
+            # cores (a limit per spec: threadpool_limits applies when made and restores on exit, once)
+            with threadpool_limits(limits=1) if client is not None else contextlib.nullcontext():
                 folders.append(cli.run(path, out, seed, where, tasks))
         except CrossValidationFailed as err:
             failed.append(str(err))

@@ -83,6 +83,21 @@ def test_two_local_workers_give_the_same_numbers_as_one_process(spec_path, in_pr
     assert [row["error"] for row in in_process["table"]] == [None, None, None]
 
 
+def _blas_threads() -> int:
+    from threadpoolctl import threadpool_info
+
+    return max(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
+
+
+def test_this_process_keeps_one_blas_thread_for_every_spec_while_a_cluster_runs(spec_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(cli, "run", lambda path, *args: seen.append(_blas_threads()) or Path(path))
+    default = _blas_threads()
+    batch.run([spec_path, spec_path, spec_path], client=object())  # a stand-in client: cli.run never reaches it here
+    batch.run([spec_path], client=None)
+    assert seen == [1, 1, 1, default] and _blas_threads() == default
+
+
 def _files(folder: Path) -> dict:
     return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 

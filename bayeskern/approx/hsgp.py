@@ -426,8 +426,7 @@ class HSGPLikelihood(KernelLikelihood):
         if not self.approx.automatic or self.shared is None:
             return None
         grown = _converged(numeric)  # `numeric` itself when log p has converged in its basis
-        rule = self.approx.basis(numeric.kernel, self.X)  # PyMC's rule at the fitted length scales, then grown
-        chosen = _converged(dataclasses.replace(numeric, basis=rule, rows=DesignRows(rule, self.X, self.y)))
+        chosen = self.approx._record(numeric.kernel, self.X, self.y, numeric.sigma)  # PyMC's rule at the fitted ℓ, then grown
         if grown is numeric and _size(self.basis) <= 2 * _size(chosen.basis):
             return None  # the factor 2 keeps a fit from chasing the rule's c, which moves with every ℓ
         best = min((grown, chosen), key=lambda r: _size(r.basis))
@@ -438,11 +437,11 @@ class HSGPLikelihood(KernelLikelihood):
 
     def variances(self):
         """v_θ: the prior variance of each feature (symbolic while the kernel's hyperparameters are)."""
-        omega = self.basis.frequencies
         if any(is_symbolic(v) for v in self.hyperparameters()[1:]):
-            return _variance_vector(self.kernel, self.shared.omega if self.shared is not None else pt.as_tensor_variable(omega), bind_given)
+            omega = self.shared.omega if self.shared is not None else pt.as_tensor_variable(self.basis.frequencies)
+            return _variance_vector(self.kernel, omega, bind_given)
         graph = lambda W, _, bind: _variance_vector(self.kernel, W, bind)  # noqa: E731
-        return self.kernel._run_graph("hsgp-variances", omega, None, graph, pairs=0)
+        return self.kernel._run_graph("hsgp-variances", self.basis.frequencies, None, graph, pairs=0)
 
     def on_rows(self, rows: np.ndarray) -> "HSGPLikelihood":
         X, y = self.X[rows], self.y[rows]  # the basis (box, m) stays that of all the data

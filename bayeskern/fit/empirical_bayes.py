@@ -461,18 +461,17 @@ def _optimise(model, objective: _Objective, restarts: int, seed, maxiter: int) -
 def _refine(obs, objective: _Objective, plug_in: PlugIn, runs: list, maxiter: int) -> tuple[list, PlugIn]:
     """An approximation chosen by the package (HSGP's automatic basis) is re-chosen at the optimum; when it changes,
     every run continues from where it stopped, on the new one, until the choice holds (at most MAX_REFINEMENTS times)."""
-    for refits in range(MAX_REFINEMENTS + 1):
+    for _ in range(MAX_REFINEMENTS):
         record = obs.tag.bayeskern.refined(plug_in.numeric(objective.params(runs[0].x)))
         if record is None:
-            return runs, plug_in
-        if refits == MAX_REFINEMENTS:
-            warnings.warn(f"the approximation chosen by the package still changed after {MAX_REFINEMENTS} refits; the fit keeps "
-                          "the last one: give its settings explicitly (e.g. HSGP's m and c)", FitWarning, stacklevel=3)
             return runs, plug_in
         record.install()
         attach(obs, record)
         plug_in = plug_in.with_record(record)
         runs = sorted((_past_cliffs(objective, _maximise(objective, res.x, maxiter), maxiter) for res in runs), key=lambda r: r.fun)
+    if obs.tag.bayeskern.refined(plug_in.numeric(objective.params(runs[0].x))) is not None:
+        warnings.warn(f"the approximation chosen by the package still changed after {MAX_REFINEMENTS} refits; the fit keeps "
+                      "the last one: give its settings explicitly (e.g. HSGP's m and c)", FitWarning, stacklevel=3)
     return runs, plug_in
 
 
