@@ -26,7 +26,9 @@ def as_array(value, name: str) -> np.ndarray:
 
     Refused: complex values (numpy would drop the imaginary part with only a ComplexWarning), text,
     ragged nesting, objects that are not numbers, and Python ints too large for float64. Values
-    beyond float64's range (a longdouble 1e400) become ±inf here: callers check finiteness.
+    beyond float64's range (a longdouble 1e400) become ±inf here: callers check finiteness. An array
+    whose memory is not aligned (a view into a byte buffer, as unpickled from a Dask task) is copied:
+    PyTensor refuses such arrays.
     """
     try:
         a = np.asarray(value)
@@ -38,7 +40,7 @@ def as_array(value, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be a real numeric array, got {type(value).__name__} of dtype {a.dtype}")
     try:
         with np.errstate(over="ignore"):  # a longdouble beyond float64 becomes inf, refused by the finiteness checks
-            return a.astype(np.float64, copy=False)
+            return np.require(a.astype(np.float64, copy=False), requirements="A")
     except (TypeError, ValueError, OverflowError) as err:
         raise ValueError(f"{name} must be a real numeric array, got {_brief(value)}: {err}") from None
 

@@ -83,15 +83,16 @@ def _quiet(say: Callable) -> Callable:
 
 
 def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None] | None = None, progressbar: bool = False,
-                 tasks: Callable | None = None) -> Analysis:
+                 tasks: Callable | None = None, data: Data | None = None) -> Analysis:
     """Fit every candidate by empirical Bayes, the best one by MCMC, run the checks (and [cv]'s cross-validation).
 
     `seed` replaces the spec's seed; `say` receives a line per step; `progressbar` shows the sampler's. `tasks`:
     how the cross-validation fits are computed, `tasks(fn, [args, ...])` → results (`bayeskern.batch`; here by default).
+    `data`: the spec's data when already loaded (`spec.load_data()`; a spec's task on a remote worker receives them).
     """
     say = _quiet(say)
     seed = spec.seed if seed is None else seed
-    data = spec.load_data()
+    data = spec.load_data() if data is None else data
     candidates = [Candidate(text, spec.model(text, data)) for text in spec.candidates]  # a bad spec fails here, before any output
     say(f"{spec.name}: {data.description}")
     with warnings.catch_warnings(record=True) as caught:

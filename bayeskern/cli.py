@@ -49,21 +49,12 @@ def report_folder(spec, out=None) -> Path:
     return Path(out) if out else Path("reports") / spec.name
 
 
-def run(path, out=None, seed=None, where: dict | None = None, tasks=None) -> Path:
-    """Run one spec and write its report folder (reports/<name>/ unless `out` is given).
-
-    Everything that can be checked before fitting is: the spec (as `check` does, when the models
-    are built) and the report folder. `where` receives the report folder once it is known. `tasks`:
-    how the cross-validation fits run (`bayeskern.batch.run_tasks` on a cluster; here if None).
-    A cross-validation with a failed candidate raises `bayeskern.cv.CrossValidationFailed` after the report is written.
-    """
+def prepare(path, out=None, seed=None) -> tuple:
+    """(spec, report folder) of the spec at `path`, both checked as far as they can be before fitting: the spec (as
+    `check` does, when the models are built), the seed and the report folder (a UsageError naming the bad value)."""
     from bayeskern import spec as specs
-    from bayeskern.analysis import run_analysis  # the heavy imports only for the command that needs them
-    from bayeskern.report import write_report
-    from bayeskern.cv import check_cv
     from bayeskern.report.writer import check_target
 
-    started = time.perf_counter()
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= specs.MAX_SEED):
         raise UsageError(f"--seed must be a whole number in [0, 2**63 - 1], got {seed!r}")
     spec = specs.load(path)
@@ -74,6 +65,22 @@ def run(path, out=None, seed=None, where: dict | None = None, tasks=None) -> Pat
         reason = _one_line(err).removeprefix(f"{folder} ")
         hint = "" if out else " (the default report folder; choose another with --out)"
         raise UsageError(f"{'--out ' if out else ''}{folder}: {reason}{hint}") from None
+    return spec, folder
+
+
+def run(path, out=None, seed=None, where: dict | None = None, tasks=None) -> Path:
+    """Run one spec and write its report folder (reports/<name>/ unless `out` is given).
+
+    Everything that can be checked before fitting is (`prepare`). `where` receives the report folder once it is known.
+    `tasks`: how the cross-validation fits run (`bayeskern.batch.run_tasks` on a cluster; here if None).
+    A cross-validation with a failed candidate raises `bayeskern.cv.CrossValidationFailed` after the report is written.
+    """
+    from bayeskern.analysis import run_analysis  # the heavy imports only for the command that needs them
+    from bayeskern.report import write_report
+    from bayeskern.cv import check_cv
+
+    started = time.perf_counter()
+    spec, folder = prepare(path, out, seed)
     if where is not None:
         where["folder"] = folder
     analysis = run_analysis(spec, seed=seed, say=_say, progressbar=sys.stderr.isatty(), tasks=tasks)
@@ -126,7 +133,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bayeskern", description="Bayesian kernel methods on PyMC: run the analyses of models/*.toml.")
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="run a model spec and write its report", description="Fit the spec's models and write the report folder.")
-    p_run.add_argument("spec", nargs="+", help="path(s) to models/*.toml specs, run one after another")
+    p_run.add_argument("spec", nargs="+", help="path(s) to models/*.toml specs: run one after another, or each as a task on a cluster")
     p_run.add_argument("--out", help="report folder of a single spec (default: reports/<name>/): a new name, an empty folder or an earlier report")
     where = p_run.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_workers, help="run the cross-validation fits on a local Dask cluster of N worker processes")

@@ -405,3 +405,20 @@ def test_runs_closer_than_lml_same_are_one_optimum_and_farther_ones_two():
     runs = [SimpleNamespace(fun=6759.490973612839), SimpleNamespace(fun=6759.491268619561), SimpleNamespace(fun=6759.51)]
     optima = _group_optima(runs)
     assert [count for _, count in optima] == [2, 1] and optima[0][0] is runs[0]
+
+
+def _unaligned(a: np.ndarray) -> np.ndarray:
+    """A copy of `a` one byte into a buffer: memory numpy marks as not aligned (as an array unpickled from a byte stream)."""
+    out = np.zeros(a.nbytes + 1, np.uint8)[1:].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    assert not out.flags.aligned
+    return out
+
+
+def test_unaligned_data_fit_as_their_aligned_copies():
+    # PyTensor refuses unaligned arrays ("Invalid argument to PyTensor function"); the package copies them when it checks them
+    X, y = bk.datasets.sinusoid(n=25, noise=0.2, seed=0)
+    fits = [empirical_bayes(_rbf_model(A, b), restarts=1, seed=0) for A, b in [(X, y), (_unaligned(X), _unaligned(y))]]
+    assert fits[1].log_marginal_likelihood == fits[0].log_marginal_likelihood  # the same numbers: same inputs, same code
+    assert fits[1].params.keys() == fits[0].params.keys()
+    assert all(np.array_equal(fits[1].params[k], fits[0].params[k]) for k in fits[0].params)
