@@ -234,3 +234,23 @@ def test_a_worker_killed_mid_run_costs_only_time(in_process_400, tmp_path):
         batch.run([CV_400], client=client, out=out)
         assert killed.is_set()
     assert _cv(out) == in_process_400
+
+
+def test_a_spec_that_fails_on_the_cluster_does_not_stop_the_others(spec_path, tmp_path, monkeypatch, capsys):
+    from distributed import Client, LocalCluster
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text(SPEC.replace('name = "fanout"', 'name = "broken"'))
+
+    def analyse(spec, data, seed):  # a stand-in for the analysis (an in-process cluster runs this very function)
+        if spec.name == "broken":
+            raise ValueError("the kernel is not positive semi-definite")
+        return {"summary.json": "{}\n"}, None
+    monkeypatch.setattr(batch, "_analyse_spec", analyse)
+    monkeypatch.chdir(tmp_path)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, Client(cluster) as client:
+        with pytest.raises(ValueError, match="positive semi-definite"):
+            batch.run([broken, spec_path], client)
+    assert (tmp_path / "reports" / "fanout" / "summary.json").read_text() == "{}\n"  # the other spec's report was written
+    assert not (tmp_path / "reports" / "broken").exists()
+    assert "broken: failed: the kernel is not positive semi-definite" in capsys.readouterr().err
