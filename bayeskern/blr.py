@@ -5,6 +5,7 @@ computed through Σ = L Lᵀ and B = I + ΨᵀΨ/σ² with Ψ = ΦL, whose eigen
 factorisation never needs jitter and Σ is never inverted.
 """
 
+import functools
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -33,6 +34,16 @@ def _prior_factor(S, M: int, lib):
     if S.ndim == 1:
         return lib.diag(lib.sqrt(S))
     return pt.linalg.cholesky(S) if lib is pt else scipy.linalg.cholesky(S, lower=True)
+
+
+def _diagonal_or_matrix_factor(S, M: int) -> np.ndarray:
+    """L with Σ = L Lᵀ as `_times_factor` takes it: the diagonal √Σ (M,) for Σ a scalar or a vector, else the matrix."""
+    return np.sqrt(np.broadcast_to(S, (M,))).copy() if S.ndim <= 1 else scipy.linalg.cholesky(S, lower=True)
+
+
+def _times_factor(A: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """A L, with L a matrix or, as a vector, its diagonal (then A's columns are scaled: O(size of A), not a product)."""
+    return A * L if L.ndim == 1 else A @ L
 
 
 def _log_evidence_symbolic(t, Phi, S, sigma):
@@ -268,28 +279,41 @@ class DesignRows:
 class WeightSpaceBLR(Conditioned):
     """The weight-space solver: B = I + ΨᵀΨ/σ² (M × M, Ψ = ΦL, Σ = LLᵀ) factorised once; no n × n matrix anywhere.
 
-    `weights_mean`: m_N = σ⁻² S_N Φᵀt. `weights_cov`: S_N = (Σ⁻¹ + σ⁻²ΦᵀΦ)⁻¹ (PRML 3.53–3.54). B's
-    eigenvalues are ≥ 1, so `jitter` is 0.0 unless σ is so small that C = ΦΣΦᵀ + σ²I is singular to round-off
-    (then it was added to C's diagonal, as for a kernel). Costs O(M³) from the statistics ΦᵀΦ, Φᵀt of
-    `rows` (`DesignRows`), one pass over Φ's rows for the residual, O(mM²) per prediction.
+    `weights_mean`: m_N = σ⁻² S_N Φᵀt. `weights_cov`: S_N = (Σ⁻¹ + σ⁻²ΦᵀΦ)⁻¹ (PRML 3.53–3.54), formed when first
+    read. B's eigenvalues are ≥ 1, so `jitter` is 0.0 unless σ is so small that C = ΦΣΦᵀ + σ²I is singular to
+    round-off (then it was added to C's diagonal, as for a kernel). Costs one M × M Cholesky factorisation from
+    the statistics ΦᵀΦ, Φᵀt of `rows` (`DesignRows`) — a scalar or diagonal Σ scales them, a matrix Σ multiplies —,
+    one pass over Φ's rows for the residual, O(mM²) per prediction; S_N, when read, O(M³) more.
     """
 
     def __init__(self, features, X: np.ndarray, t: np.ndarray, sigma: float, S: np.ndarray, rows: DesignRows):
         self.features, self.X, self.targets, self.sigma, self.prior_cov, self._rows = features, X, t, sigma, S, rows
         check_weight_precision(np.trace(rows.gram), S, sigma)
         n, M = len(t), rows.M
-        self._prior_chol = L = _prior_factor(S, M, np)  # Σ = L Lᵀ
-        gram = L.T @ rows.gram @ L  # ΨᵀΨ = Lᵀ(ΦᵀΦ)L
+        self._prior_chol = L = _diagonal_or_matrix_factor(S, M)  # Σ = L Lᵀ
+        gram = _times_factor(_times_factor(rows.gram, L).T, L)  # ΨᵀΨ = Lᵀ(ΦᵀΦ)L
         self._LB, self.jitter = LB, jitter = _factor_precision(gram, sigma, features, X, t)  # B = I + ΨᵀΨ/s² = L_B L_Bᵀ
         self._noise_var = s2 = sigma**2 + jitter  # s² = σ² (+ jitter, C's diagonal as factorised)
-        self._G = G = solve_lower(LB, L.T)  # S_N = L B⁻¹ Lᵀ = GᵀG
-        self.weights_cov = G.T @ G
-        self._v = v = cho_solve(LB, L.T @ rows.proj) / s2  # v = B⁻¹Ψᵀt/s² = L⁻¹m_N
-        self.weights_mean = L @ v  # m_N = s⁻² S_N Φᵀ t   (PRML 3.53)
+        self._v = v = cho_solve(LB, _times_factor(rows.proj, L)) / s2  # v = B⁻¹Ψᵀt/s² = L⁻¹m_N
+        self.weights_mean = _times_factor(v, L.T)  # m_N = L v = s⁻² S_N Φᵀ t   (PRML 3.53)
         residual = sum(np.sum((t[r] - block @ self.weights_mean) ** 2) for r, block in rows.blocks())  # ‖t − Φm_N‖²
         # log p(t) = −½[‖t − Φm_N‖²/s² + m_NᵀΣ⁻¹m_N] − n log s − ½ log|B| − n/2 log 2π
         quad = residual / s2 + v @ v
         self.log_marginal_likelihood = float(-0.5 * quad - 0.5 * n * np.log(s2) - np.sum(np.log(np.diag(LB))) - 0.5 * n * LOG_2PI)
+
+    @functools.cached_property
+    def _G(self) -> np.ndarray:
+        """G = L_B⁻¹Lᵀ, so that S_N = L B⁻¹ Lᵀ = GᵀG (O(M³): formed for the weights' covariance and draws only)."""
+        L = self._prior_chol
+        return solve_lower(self._LB, np.diag(L) if L.ndim == 1 else L.T)
+
+    @functools.cached_property
+    def weights_cov(self) -> np.ndarray:
+        return self._G.T @ self._G  # S_N = GᵀG
+
+    def _whitened(self, Phi: np.ndarray) -> np.ndarray:
+        """L_B⁻¹Ψᵀ for the rows Φ (Ψ = ΦL): its columns' squared norms are ψᵀB⁻¹ψ, O(M² · rows)."""
+        return solve_lower(self._LB, _times_factor(Phi, self._prior_chol).T)
 
     @property
     def gram_kernel(self):
@@ -301,7 +325,7 @@ class WeightSpaceBLR(Conditioned):
     def _from_features(self, Phi_new, full_cov):
         """Mean, variance and (with `full_cov`) covariance of f = Φ*w at the points whose features are `Phi_new`."""
         mean = Phi_new @ self.weights_mean  # y(x) = m_Nᵀ φ(x)   (PRML 3.58)
-        H = self._G @ Phi_new.T  # Φ*S_NΦ*ᵀ = HᵀH
+        H = self._whitened(Phi_new)  # H = GΦ*ᵀ = L_B⁻¹LᵀΦ*ᵀ: Φ*S_NΦ*ᵀ = HᵀH
         var = np.sum(H**2, axis=0)  # σ²_N(x) − σ² = φ(x)ᵀ S_N φ(x)   (PRML 3.59)
         return mean, var, (H.T @ H if full_cov else None)
 
@@ -309,7 +333,7 @@ class WeightSpaceBLR(Conditioned):
         """Leave-one-out through Woodbury, O(nM²): C⁻¹ = σ⁻²(I − ΨB⁻¹Ψᵀ/σ²), only its diagonal formed."""
         s2, parts = self._noise_var, []
         for rows, block in self._rows.blocks():
-            W = solve_lower(self._LB, (block @ self._prior_chol).T)  # ψᵢᵀB⁻¹ψᵢ = ‖L_B⁻¹ψᵢ‖², ψᵢ = Lᵀφᵢ
+            W = self._whitened(block)  # ψᵢᵀB⁻¹ψᵢ = ‖L_B⁻¹ψᵢ‖², ψᵢ = Lᵀφᵢ
             d = (1.0 - np.sum(W**2, axis=0) / s2) / s2  # [C⁻¹]ᵢᵢ
             r = (self.targets[rows] - block @ self.weights_mean) / s2  # C⁻¹t = σ⁻²(t − Φm_N)
             parts.append((d, r))
@@ -318,7 +342,7 @@ class WeightSpaceBLR(Conditioned):
         return self.targets - r / d, 1.0 / d, -0.5 * LOG_2PI + 0.5 * np.log(d) - 0.5 * r**2 / d
 
     def prior_variance(self, Xnew) -> float:
-        return float(np.max(np.sum((design_matrix(self.features, Xnew) @ self._prior_chol) ** 2, axis=1), initial=0.0))
+        return float(np.max(np.sum(_times_factor(design_matrix(self.features, Xnew), self._prior_chol) ** 2, axis=1), initial=0.0))
 
     def draws_from(self, prediction, n: int, rng: np.random.Generator) -> np.ndarray:
         """n draws (n, m) of f(Xnew) = Φ*w, w ~ N(m_N, S_N), in weight space (M numbers a draw, no m × m eigendecomposition)."""
