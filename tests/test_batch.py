@@ -132,9 +132,9 @@ def _mismatches(a, b, where="summary") -> list[str]:
 
 def test_several_specs_on_a_cluster_are_a_task_each_with_the_same_numbers_as_one_process(spec_path, in_process_folder, tmp_path,
                                                                                           monkeypatch):
-    other = tmp_path / "other.toml"  # a second spec: another name, seed and candidates
+    other = tmp_path / "other.toml"  # a second spec: another name, seed, candidate and folds (one candidate, 2 folds: quick)
     other.write_text(SPEC.replace('name = "fanout"', 'name = "fanout_other"').replace("seed = 2", "seed = 7", 1)
-                     .replace('"amp * RBF(lengthscale=ell) + Linear()", ', ""))
+                     .replace('"amp * RBF(lengthscale=ell)", "amp * RBF(lengthscale=ell) + Linear()", ', "").replace("folds = 4", "folds = 2"))
     batch.run([other], out=tmp_path / "other_here")
     monkeypatch.chdir(tmp_path)  # the reports of several specs go to reports/<name>/
     assert cli.main(["run", str(spec_path), str(other), "--workers", "2"]) == 0
