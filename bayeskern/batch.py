@@ -2,9 +2,10 @@
 
 With several specs and a cluster, each spec's analysis is one task, which sends its own cross-validation fits to the
 cluster as tasks of their own; its report's files come back here and are written here, each as its task finishes. A
-spec's full-data fits then run with one BLAS thread, as its fold fits always do: its cross-validation is the same to the
-last bit as in this process, while the full-data optimum may move in its last digits (OpenBLAS's results depend on its
-thread count; measured on a 30-point fit: parameters 5e-9 apart, log p equal to 1e-15).
+spec's full-data fits then run with one BLAS thread, as its fold fits always do: a refitting cross-validation is the same
+to the last bit as in this process, while the full-data optimum — and with it the folds of `refit = false`, which start
+from it — may move in its last digits (OpenBLAS's results depend on its thread count; measured on a 30-point fit:
+parameters 5e-9 apart, log p equal to 1e-15).
 Each (candidate, fold) fit is one task (with refit = false, one task per candidate: its folds cost one factorisation
 each). A task receives the spec, the data arrays and the fold's rows — never a compiled function (Numba's do not
 pickle) — and compiles on its worker, which keeps the compiled graph for the next fold of the same structure. Its
@@ -15,6 +16,7 @@ Dask reschedules the tasks of a worker that dies; a task that raises is reported
 
 import contextlib
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -163,6 +165,10 @@ def run(specs: list, client=None, seed: int | None = None, out=None, where: dict
 
     if out is not None and len(specs) > 1:
         raise ValueError("out names the report folder of one spec; with several, each report goes to reports/<name>/")
+    if len(specs) > 1:
+        from bayeskern import spec as spec_files
+
+        _distinct_names([spec_files.load(path) for path in specs])
     if client is not None and len(specs) > 1:
         return _specs_as_tasks(specs, client, seed)
     tasks = None if client is None else (lambda fn, args: submit_tasks(fn, args, client, cli._say))
@@ -195,24 +201,41 @@ def _specs_as_tasks(paths: list, client, seed: int | None) -> list[Path]:
     futures = {client.submit(_one_blas_thread, _analyse_spec, spec, spec.load_data(), seed, key=f"bayeskern-{run_id}-spec-{i}",
                              pure=False): i for i, (spec, _) in enumerate(prepared)}
     cli._say(f"{len(paths)} specs sent to the cluster, one task each")
-    folders, errors, failed = [None] * len(paths), [], []
+    folders, errors, failed = [None] * len(paths), {}, []
     for done, future in enumerate(as_completed(futures), start=1):
-        spec, folder = prepared[futures[future]]
+        i = futures[future]
+        spec, folder = prepared[i]
         try:
             files, cv_failure = future.result()
         except Exception as err:  # noqa: BLE001 — one spec's failure does not stop the others
             cli._say(f"{spec.name}: failed: {cli._one_line(err)}")
-            errors.append(err)
+            errors[i] = err
             continue
-        folders[futures[future]] = write_atomically(folder, files)
+        folders[i] = write_atomically(folder, files)
         cli._say(f"specs done: {done}/{len(paths)}; wrote {folder}/")
         if cv_failure is not None:
             failed.append(cv_failure)
+            cli._say(str(cv_failure))
     if errors:
-        raise errors[0]
+        raise errors[min(errors)]  # the first failed spec in the order given
     if failed:
         raise CrossValidationFailed("; ".join(failed))
     return folders
+
+
+def _distinct_names(specs: list) -> None:
+    """A ValueError if two specs share a name: both reports would go to reports/<name>/."""
+    seen = {}
+    for spec in specs:
+        if spec.name in seen:
+            raise ValueError(f"{seen[spec.name]} and {spec.path} are both named {spec.name!r}: their reports would both go to "
+                             f"reports/{spec.name}/; give one another name")
+        seen[spec.name] = spec.path
+
+
+#: one spec's analysis at a time in a worker process: it records warnings and limits BLAS for the whole process, and
+#: while it waits for its fold fits (out of the worker's thread pool) the worker may start another spec's task
+_ONE_SPEC_AT_A_TIME = threading.Lock()
 
 
 def _analyse_spec(spec, data, seed: int | None) -> tuple[dict, str | None]:
@@ -224,14 +247,19 @@ def _analyse_spec(spec, data, seed: int | None) -> tuple[dict, str | None]:
     from bayeskern.cv import CrossValidationFailed, check_cv
     from bayeskern.report import report_files
 
-    client = get_client()
-    analysis = run_analysis(spec, seed, tasks=lambda fn, args: submit_tasks(fn, args, client), data=data)
+    with _seceded():  # waiting for this worker's previous spec holds no thread its fold fits need
+        _ONE_SPEC_AT_A_TIME.acquire()
     try:
-        check_cv(analysis)
-        failure = None
-    except CrossValidationFailed as err:
-        failure = str(err)
-    return _as_bytes(report_files(analysis)), failure
+        client = get_client()
+        analysis = run_analysis(spec, seed, tasks=lambda fn, args: submit_tasks(fn, args, client), data=data)
+        try:
+            check_cv(analysis)
+            failure = None
+        except CrossValidationFailed as err:
+            failure = str(err)
+        return _as_bytes(report_files(analysis)), failure
+    finally:
+        _ONE_SPEC_AT_A_TIME.release()
 
 
 def _as_bytes(files: dict) -> dict:

@@ -169,14 +169,12 @@ def main(argv=None) -> int:
         print(f"bayeskern: error: {'out of memory: ' if isinstance(err, MemoryError) else ''}{_one_line(err)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as err:
-        if "folder" in where:  # a run that knows its report folder says which report is in it
-            from bayeskern.report.writer import Interrupted  # already imported by run
+        from bayeskern.report.writer import Interrupted  # standard library only
 
-            if not isinstance(err, Interrupted):  # stopped before the report was being written
-                err = Interrupted.before_writing(where["folder"])
-            print(f"bayeskern: {err}", file=sys.stderr)
-        else:
-            print("bayeskern: interrupted", file=sys.stderr)
+        if not isinstance(err, Interrupted) and "folder" in where:  # stopped before the report was being written
+            err = Interrupted.before_writing(where["folder"])
+        # a run that knows its report folder (or was writing one) says which report is in it
+        print(f"bayeskern: {err}" if isinstance(err, Interrupted) else "bayeskern: interrupted", file=sys.stderr)
         return 130
     return 0
 

@@ -131,13 +131,15 @@ def _mismatches(a, b, where="summary") -> list[str]:
 
 
 def test_several_specs_on_a_cluster_are_a_task_each_with_the_same_numbers_as_one_process(spec_path, in_process_folder, tmp_path,
-                                                                                          monkeypatch):
+                                                                                          monkeypatch, capsys):
     other = tmp_path / "other.toml"  # a second spec: another name, seed, candidate and folds (one candidate, 2 folds: quick)
     other.write_text(SPEC.replace('name = "fanout"', 'name = "fanout_other"').replace("seed = 2", "seed = 7", 1)
                      .replace('"amp * RBF(lengthscale=ell)", "amp * RBF(lengthscale=ell) + Linear()", ', "").replace("folds = 4", "folds = 2"))
     batch.run([other], out=tmp_path / "other_here")
     monkeypatch.chdir(tmp_path)  # the reports of several specs go to reports/<name>/
+    capsys.readouterr()
     assert cli.main(["run", str(spec_path), str(other), "--workers", "2"]) == 0
+    assert "2 specs sent to the cluster, one task each" in capsys.readouterr().err  # not one after another
     for here, there in [(in_process_folder, tmp_path / "reports" / "fanout"), (tmp_path / "other_here", tmp_path / "reports" / "fanout_other")]:
         assert _cv(there) == _cv(here)  # to the last bit: same tasks, same seeds, one BLAS thread everywhere
         assert _mismatches(_numbers(there), _numbers(here)) == []
@@ -236,17 +238,26 @@ def test_a_worker_killed_mid_run_costs_only_time(in_process_400, tmp_path):
     assert _cv(out) == in_process_400
 
 
+_BROKEN_FAILED = threading.Event()
+
+
+def _stand_in_analysis(spec, data, seed):
+    """A spec's task for an in-process cluster: the spec "broken" fails; any other finishes after that failure."""
+    if spec.name == "broken":
+        _BROKEN_FAILED.set()
+        raise ValueError("the kernel is not positive semi-definite")
+    assert _BROKEN_FAILED.wait(30)
+    return {"summary.json": "{}\n"}, None
+
+
 def test_a_spec_that_fails_on_the_cluster_does_not_stop_the_others(spec_path, tmp_path, monkeypatch, capsys):
     from distributed import Client, LocalCluster
 
     broken = tmp_path / "broken.toml"
     broken.write_text(SPEC.replace('name = "fanout"', 'name = "broken"'))
 
-    def analyse(spec, data, seed):  # a stand-in for the analysis (an in-process cluster runs this very function)
-        if spec.name == "broken":
-            raise ValueError("the kernel is not positive semi-definite")
-        return {"summary.json": "{}\n"}, None
-    monkeypatch.setattr(batch, "_analyse_spec", analyse)
+    _BROKEN_FAILED.clear()
+    monkeypatch.setattr(batch, "_analyse_spec", _stand_in_analysis)
     monkeypatch.chdir(tmp_path)
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, Client(cluster) as client:
         with pytest.raises(ValueError, match="positive semi-definite"):
@@ -254,3 +265,11 @@ def test_a_spec_that_fails_on_the_cluster_does_not_stop_the_others(spec_path, tm
     assert (tmp_path / "reports" / "fanout" / "summary.json").read_text() == "{}\n"  # the other spec's report was written
     assert not (tmp_path / "reports" / "broken").exists()
     assert "broken: failed: the kernel is not positive semi-definite" in capsys.readouterr().err
+
+
+def test_two_specs_of_one_name_are_refused_before_anything_runs(spec_path, tmp_path):
+    twin = tmp_path / "twin.toml"
+    twin.write_text(SPEC)  # the same name, "fanout"
+    for client in (None, object()):  # one after another, or as tasks (a stand-in client: never reached)
+        with pytest.raises(ValueError, match="are both named 'fanout'.*reports/fanout/"):
+            batch.run([spec_path, twin], client)
