@@ -201,6 +201,7 @@ def _specs_as_tasks(paths: list, client, seed: int | None) -> list[Path]:
     futures = {client.submit(_one_blas_thread, _analyse_spec, spec, spec.load_data(), seed, key=f"bayeskern-{run_id}-spec-{i}",
                              pure=False): i for i, (spec, _) in enumerate(prepared)}
     cli._say(f"{len(paths)} specs sent to the cluster, one task each")
+    started = time.monotonic()
     folders, errors, failed = [None] * len(paths), {}, []
     for done, future in enumerate(as_completed(futures), start=1):
         i = futures[future]
@@ -212,7 +213,9 @@ def _specs_as_tasks(paths: list, client, seed: int | None) -> list[Path]:
             errors[i] = err
             continue
         folders[i] = write_atomically(folder, files)
-        cli._say(f"specs done: {done}/{len(paths)}; wrote {folder}/")
+        running = [prepared[j][0].name for f, j in futures.items() if not f.done()]
+        cli._say(f"specs done: {done}/{len(paths)}; wrote {folder}/"
+                 + (f"; running for {time.monotonic() - started:.0f} s: {running[0]}" if running else ""))
         if cv_failure is not None:
             failed.append(cv_failure)
             cli._say(str(cv_failure))

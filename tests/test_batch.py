@@ -264,7 +264,9 @@ def test_a_spec_that_fails_on_the_cluster_does_not_stop_the_others(spec_path, tm
             batch.run([broken, spec_path], client)
     assert (tmp_path / "reports" / "fanout" / "summary.json").read_text() == "{}\n"  # the other spec's report was written
     assert not (tmp_path / "reports" / "broken").exists()
-    assert "broken: failed: the kernel is not positive semi-definite" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "broken: failed: the kernel is not positive semi-definite" in said
+    assert "specs done: 2/2; wrote reports/fanout/" in said  # progress: specs done of the total
 
 
 def test_two_specs_of_one_name_are_refused_before_anything_runs(spec_path, tmp_path):
