@@ -19,7 +19,7 @@ from pytensor.graph.traversal import graph_inputs
 from pytensor.scalar.basic import Clip
 from pytensor.tensor.elemwise import Elemwise
 
-__all__ = ["NUMPY", "compiled", "compiled_graph", "exact_arithmetic", "numpy_function", "numpy_mode"]
+__all__ = ["NUMPY", "compiled", "compiled_graph", "data_stand_ins", "exact_arithmetic", "numpy_function", "numpy_mode", "same_structure"]
 
 @node_rewriter([Elemwise])
 def _clip_by_ufuncs(fgraph, node):
@@ -138,6 +138,25 @@ def compiled(key: Hashable, build: Callable[[], tuple[list, object]], numpy: boo
     return fn
 
 
+def data_stand_ins(outputs: list) -> tuple[list, list, list]:
+    """(the shared data variables of `outputs`' graph, a fresh stand-in of each type, `outputs` on the stand-ins).
+
+    Data only: a shared variable with an update (a random generator) stays in the graph as it is.
+    """
+    shared = [v for v in graph_inputs(outputs) if isinstance(v, SharedVariable) and getattr(v, "default_update", None) is None]
+    stand_ins = [v.type(name=v.name) for v in shared]
+    return shared, stand_ins, graph_replace(list(outputs), dict(zip(shared, stand_ins, strict=True)), strict=True)
+
+
+def same_structure(a: tuple[list, list], b: tuple[list, list]) -> bool:
+    """Whether two (inputs, outputs) graphs compute the same: inputs of the same types, and `equal_computations`
+    finding the same operations, constants and wiring from them."""
+    (inputs_a, outputs_a), (inputs_b, outputs_b) = a, b
+    return (len(inputs_a) == len(inputs_b) and len(outputs_a) == len(outputs_b)
+            and all(x.type == y.type for x, y in zip(inputs_a, inputs_b, strict=True))
+            and equal_computations(list(outputs_b), list(outputs_a), list(inputs_b), list(inputs_a)))
+
+
 def compiled_graph(inputs: list, outputs: list, **options) -> Callable:
     """`pytensor.function(inputs, outputs, **options)`, reused for every later graph of the same structure.
 
@@ -148,23 +167,12 @@ def compiled_graph(inputs: list, outputs: list, **options) -> Callable:
     evaluating it at n = 500 about ten milliseconds. The callable returned has the shared compiled
     function as `.function`; calls of one compiled function are serialised across threads.
     """
-    # data only: a shared variable with an update (a random generator) stays in the graph as it is
-    shared = [
-        v for v in graph_inputs(outputs) if isinstance(v, SharedVariable) and getattr(v, "default_update", None) is None
-    ]
-    stand_ins = [v.type(name=v.name) for v in shared]
-    outputs = graph_replace(list(outputs), dict(zip(shared, stand_ins, strict=True)), strict=True)
+    shared, stand_ins, outputs = data_stand_ins(outputs)
     all_inputs = list(inputs) + stand_ins
     with _GRAPHS_LOCK:
         for k in range(len(_GRAPHS) - 1, -1, -1):
             entry_inputs, entry_outputs, entry_options, fn, lock = _GRAPHS[k]
-            if (
-                entry_options == options
-                and len(entry_inputs) == len(all_inputs)
-                and len(entry_outputs) == len(outputs)
-                and all(a.type == b.type for a, b in zip(entry_inputs, all_inputs, strict=True))
-                and equal_computations(outputs, entry_outputs, all_inputs, entry_inputs)
-            ):
+            if entry_options == options and same_structure((entry_inputs, entry_outputs), (all_inputs, outputs)):
                 _GRAPHS.append(_GRAPHS.pop(k))  # most recently used last, as in `compiled`
                 break
         else:

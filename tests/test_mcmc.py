@@ -234,3 +234,39 @@ def test_diagnostics_and_comparison_to_dict_are_plain_json():
     c = bk.fit.EBvsMCMC({"ls": row}, -3.0, -3.5, 0.2, None, (0.9, 1.0, np.inf), 0.94).to_dict()
     assert c["params"]["ls"]["eb_sd"] is None and c["params"]["ls"]["eb"] == 0.5 and c["sd_ratio"] == [0.9, 1.0, None]
     assert json.loads(json.dumps(c, allow_nan=False)) == c
+
+
+def _lognormal_rbf_model(seed: int, n: int, ls_median: float = 0.2):
+    rng = np.random.default_rng(seed)
+    X = np.sort(rng.uniform(0, 1, n))[:, None]
+    y = np.sin(6 * X[:, 0]) + 0.2 * rng.standard_normal(n)
+    with pm.Model() as model:
+        amp = pm.LogNormal("amp", 0.0, f64(0.5))
+        ls = pm.LogNormal("ls", np.log(ls_median), f64(0.5))
+        s = pm.LogNormal("s", np.log(0.2), f64(0.5))
+        bk.gp.marginal_likelihood("y", X, y, amp * K.RBF(ls), s)
+    return model
+
+
+def test_nutpie_compiles_once_per_model_structure_and_draws_what_pm_sample_draws(monkeypatch):
+    import nutpie
+    from threadpoolctl import threadpool_limits
+
+    from bayeskern._compile import exact_arithmetic
+    from bayeskern.fit import _nutpie
+
+    monkeypatch.setattr(_nutpie, "_MODELS", [])  # nothing compiled by earlier tests
+    compiles = []
+    real = nutpie.compile_pymc_model
+    monkeypatch.setattr(nutpie, "compile_pymc_model", lambda model, **kw: compiles.append(model) or real(model, **kw))
+    models = [_lognormal_rbf_model(0, 20), _lognormal_rbf_model(2, 31), _lognormal_rbf_model(3, 20, 0.3)]
+    ours = [bk.fit.mcmc(model, draws=60, tune=60, chains=2, seed=7) for model in models]
+    # the first model compiled; its callbacks reused for other data (31 rows); another prior (a different constant) compiled anew
+    assert [next(i for i, m in enumerate(models) if m is c) for c in compiles] == [0, 2]
+    for k, (model, dt) in enumerate(zip(models[:2], ours)):
+        with exact_arithmetic(), threadpool_limits(1):  # as bk.fit.mcmc samples: no fastmath, one BLAS thread per chain
+            theirs = pm.sample(draws=60, tune=60, chains=2, random_seed=7, nuts_sampler="nutpie", model=model,
+                               progressbar=False, compute_convergence_checks=False)
+        for name in ("amp", "ls", "s"):  # to the last bit: the same callbacks, pointed at this model's data
+            np.testing.assert_array_equal(dt["posterior"][name].values, theirs["posterior"][name].values, err_msg=f"model {k}: {name}")
+        np.testing.assert_array_equal(dt["observed_data"]["y"].values, theirs["observed_data"]["y"].values)

@@ -11,6 +11,7 @@ from threadpoolctl import threadpool_limits
 
 from bayeskern._compile import exact_arithmetic
 from bayeskern._validation import as_inputs, check_integer, check_model, int_seed, same_columns
+from bayeskern.fit import _nutpie
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit.predictive import draw_quantities
 from bayeskern.fit.warning import FitWarning
@@ -38,7 +39,9 @@ def mcmc(
     `model`: a PyMC model (the context's if not given) whose observed variable comes from
     `bayeskern.gp.marginal_likelihood` or `bayeskern.blr.likelihood(collapsed=True)`.
     `sampler`: "nutpie" (default; falls back to "pymc" with a warning if nutpie is not installed) or
-    "pymc". The same `seed` gives identical draws. Extra keyword arguments go to `pm.sample`.
+    "pymc". The same `seed` gives identical draws. Extra keyword arguments go to `pm.sample`. With nutpie (and no
+    keyword but `target_accept`) the draws are `pm.sample`'s, its compiled model reused by every later model of
+    the same structure in this process (`bayeskern.fit._nutpie`: 3–8 s of compiling saved per model).
 
     Groups: `posterior`, `sample_stats`, `observed_data` (from PyMC), `log_likelihood` and
     `posterior_predictive`. `log_likelihood[y]` (chain, draw, y_dim_0) is log p(tᵢ | t₋ᵢ, θ) — the exact
@@ -74,10 +77,13 @@ def mcmc(
     # threads as well oversubscribes the cores (measured: sampling 3 × slower on 2 cores). The
     # sampler's functions are compiled without fastmath, so the draws do not depend on the compile cache
     with threadpool_limits(1) if sampler == "nutpie" else contextlib.nullcontext(), exact_arithmetic():
-        dt = pm.sample(
-            draws=draws, tune=tune, chains=chains, random_seed=seed, nuts_sampler=sampler, model=model,
-            progressbar=progressbar, compute_convergence_checks=False, **sample_kwargs,
-        )
+        if sampler == "nutpie" and set(sample_kwargs) <= {"target_accept"}:  # pm.sample's draws, compiled once per structure
+            dt = _nutpie.sample(model, draws, tune, chains, seed, progressbar, **sample_kwargs)
+        else:
+            dt = pm.sample(
+                draws=draws, tune=tune, chains=chains, random_seed=seed, nuts_sampler=sampler, model=model,
+                progressbar=progressbar, compute_convergence_checks=False, **sample_kwargs,
+            )
     obs_dim = _observed_dim(dt, obs.name)
     obs_coords = dt["observed_data"].to_dataset()[obs_dim].values if "observed_data" in dt.children else None
     log_likelihood, predictive, jitter = draw_quantities(
