@@ -270,3 +270,22 @@ def test_nutpie_compiles_once_per_model_structure_and_draws_what_pm_sample_draws
         for name in ("amp", "ls", "s"):  # to the last bit: the same callbacks, pointed at this model's data
             np.testing.assert_array_equal(dt["posterior"][name].values, theirs["posterior"][name].values, err_msg=f"model {k}: {name}")
         np.testing.assert_array_equal(dt["observed_data"]["y"].values, theirs["observed_data"]["y"].values)
+
+
+def test_nutpie_models_whose_shapes_follow_the_data_are_compiled_each_time(monkeypatch):
+    import nutpie
+
+    from bayeskern.fit import _nutpie
+
+    monkeypatch.setattr(_nutpie, "_MODELS", [])
+    compiles = []
+    real = nutpie.compile_pymc_model
+    monkeypatch.setattr(nutpie, "compile_pymc_model", lambda model, **kw: compiles.append(model) or real(model, **kw))
+    runs = []
+    for n in (20, 31):  # nutpie fixes a deterministic's size when it compiles; this one has n entries
+        model = _lognormal_rbf_model(0, n)
+        with model:
+            pm.Deterministic("scaled_x", model["amp"] * pm.Data("x", np.linspace(0, 1, n)))
+        runs.append(bk.fit.mcmc(model, draws=30, tune=30, chains=1, seed=1))
+    assert len(compiles) == 2
+    assert [dt["posterior"]["scaled_x"].shape[-1] for dt in runs] == [20, 31]
