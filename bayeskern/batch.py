@@ -4,8 +4,8 @@ With several specs and a cluster, each spec's analysis is one task, which sends 
 cluster as tasks of their own; its report's files come back here and are written here, each as its task finishes. A
 spec's full-data fits then run with one BLAS thread, as its fold fits always do: a refitting cross-validation is the same
 to the last bit as in this process, while the full-data optimum — and with it the folds of `refit = false`, which start
-from it — may move in its last digits (OpenBLAS's results depend on its thread count; measured on a 30-point fit:
-parameters 5e-9 apart, log p equal to 1e-15).
+from it — may move in its last digits, more for a hyperparameter at the edge of a flat evidence (OpenBLAS's results
+depend on its thread count; measured on a 30-point fit: parameters 5e-9 apart, log p equal to 1e-15).
 Each (candidate, fold) fit is one task (with refit = false, one task per candidate: its folds cost one factorisation
 each). A task receives the spec, the data arrays and the fold's rows — never a compiled function (Numba's do not
 pickle) — and compiles on its worker, which keeps the compiled graph for the next fold of the same structure. Its
