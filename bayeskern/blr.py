@@ -28,20 +28,14 @@ __all__ = ["BLRLikelihood", "BLRPosterior", "WeightSpaceBLR", "condition", "like
 
 
 def _prior_factor(S, M: int, lib):
-    """L with Σ = L Lᵀ, for Σ a scalar (s·I), a vector (diagonal) or a matrix; `lib` is np or pt."""
-    if S.ndim == 0:
-        return lib.sqrt(S) * lib.eye(M)
-    if S.ndim == 1:
-        return lib.diag(lib.sqrt(S))
+    """L with Σ = L Lᵀ as `_times_factor` takes it — the diagonal √Σ (M,) for Σ a scalar (s·I) or a vector, else the
+    lower Cholesky factor; `lib` is np or pt."""
+    if S.ndim <= 1:
+        return lib.sqrt(lib.broadcast_to(S, (M,)))
     return pt.linalg.cholesky(S) if lib is pt else scipy.linalg.cholesky(S, lower=True)
 
 
-def _diagonal_or_matrix_factor(S, M: int) -> np.ndarray:
-    """L with Σ = L Lᵀ as `_times_factor` takes it: the diagonal √Σ (M,) for Σ a scalar or a vector, else the matrix."""
-    return np.sqrt(np.broadcast_to(S, (M,))).copy() if S.ndim <= 1 else scipy.linalg.cholesky(S, lower=True)
-
-
-def _times_factor(A: np.ndarray, L: np.ndarray) -> np.ndarray:
+def _times_factor(A, L):
     """A L, with L a matrix or, as a vector, its diagonal (then A's columns are scaled: O(size of A), not a product)."""
     return A * L if L.ndim == 1 else A @ L
 
@@ -49,7 +43,7 @@ def _times_factor(A: np.ndarray, L: np.ndarray) -> np.ndarray:
 def _log_evidence_symbolic(t, Phi, S, sigma):
     """log N(t | 0, ΦΣΦᵀ + σ²I), in O(n M²) through the M × M matrix B (Woodbury)."""
     n, M = Phi.shape[0], Phi.shape[1]
-    Psi = pt.dot(Phi, _prior_factor(S, M, pt))  # Ψ = Φ L
+    Psi = _times_factor(Phi, _prior_factor(S, M, pt))  # Ψ = Φ L
     LB = pt.linalg.cholesky(pt.eye(M) + pt.dot(Psi.T, Psi) / sigma**2)  # B = I + ΨᵀΨ/σ²
     v = pt.linalg.solve_triangular(LB, pt.linalg.solve_triangular(LB, pt.dot(Psi.T, t), lower=True), lower=True, trans=1)
     v = v / sigma**2  # v = B⁻¹Ψᵀt/σ² = L⁻¹ m_N
@@ -103,7 +97,7 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     def generate(Phi, S, sigma, size):
         L = _prior_factor(S, Phi.shape[1], pt)
         z = pm.Normal.dist(0.0, 1.0, shape=(Phi.shape[1],))
-        return pt.dot(Phi, pt.dot(L, z)) + pm.Normal.dist(0.0, sigma, shape=(Phi.shape[0],))  # Φw + ε
+        return pt.dot(Phi, _times_factor(z, L.T)) + pm.Normal.dist(0.0, sigma, shape=(Phi.shape[0],))  # Φw + ε, w = Lz
 
     def logp(value, Phi, S, sigma):
         return _log_evidence_symbolic(value, Phi, S, sigma)
@@ -290,7 +284,7 @@ class WeightSpaceBLR(Conditioned):
         self.features, self.X, self.targets, self.sigma, self.prior_cov, self._rows = features, X, t, sigma, S, rows
         check_weight_precision(np.trace(rows.gram), S, sigma)
         n, M = len(t), rows.M
-        self._prior_chol = L = _diagonal_or_matrix_factor(S, M)  # Σ = L Lᵀ
+        self._prior_chol = L = _prior_factor(S, M, np)  # Σ = L Lᵀ
         gram = _times_factor(_times_factor(rows.gram, L).T, L)  # ΨᵀΨ = Lᵀ(ΦᵀΦ)L
         self._LB, self.jitter = LB, jitter = _factor_precision(gram, sigma, features, X, t)  # B = I + ΨᵀΨ/s² = L_B L_Bᵀ
         self._noise_var = s2 = sigma**2 + jitter  # s² = σ² (+ jitter, C's diagonal as factorised)

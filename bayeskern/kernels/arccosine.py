@@ -5,7 +5,7 @@ import pytensor.tensor as pt
 
 from bayeskern._linalg import EPS
 from bayeskern.kernels.base import Kernel
-from bayeskern.kernels.stationary import DIFFERENCE_COLUMNS
+from bayeskern.kernels.stationary import DIFFERENCE_COLUMNS, _column_differences
 
 __all__ = ["ArcCosine", "angular_cosine", "arccos_J", "kahan_angle"]
 
@@ -56,8 +56,9 @@ def kahan_angle(X, Xs, s1, s2):
     θ = π/2 where x or x′ is 0 (the convention of `angular_cosine`). `s1`, `s2`: ‖x‖², ‖x′‖²."""
     n1, n2 = pt.sqrt(s1), pt.sqrt(s2)
     U, Us = X / pt.switch(pt.gt(n1, 0.0), n1, 1.0)[:, None], Xs / pt.switch(pt.gt(n2, 0.0), n2, 1.0)[:, None]
-    minus = sum(pt.square(U[:, k][:, None] - Us[:, k][None, :]) for k in range(X.type.shape[1]))
-    plus = sum(pt.square(U[:, k][:, None] + Us[:, k][None, :]) for k in range(X.type.shape[1]))
+    d = X.type.shape[1]
+    minus = sum(pt.square(t) for t in _column_differences(U, Us, d))  # ‖u − u′‖²
+    plus = sum(pt.square(t) for t in _column_differences(U, -Us, d))  # ‖u + u′‖² (u − (−u′) is u + u′ exactly)
     theta = 2.0 * pt.arctan2(pt.sqrt(minus), pt.sqrt(plus))
     return pt.switch(pt.eq(n1, 0.0)[:, None] | pt.eq(n2, 0.0)[None, :], np.pi / 2, theta)
 
