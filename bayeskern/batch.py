@@ -15,6 +15,7 @@ Dask reschedules the tasks of a worker that dies; a task that raises is reported
 """
 
 import contextlib
+import logging
 import tempfile
 import threading
 import time
@@ -120,7 +121,10 @@ def local_cluster(workers: int) -> Iterator:
     worker = _worker_module()
     slots, locks = worker.claim_slots(workers)
     try:
-        spec = {f"bayeskern-{i}": {"cls": Nanny, "options": {"nthreads": 1, "host": "127.0.0.1", "silence_logs": 40, "preload": [WORKER_PRELOAD], "env": {
+        # the workers log only what is CRITICAL: the run reports every task's error itself (in its row, or on stderr), and
+        # at ERROR a worker also prints shutdown races as tracebacks (a heartbeat to the scheduler a Ctrl-C just closed)
+        spec = {f"bayeskern-{i}": {"cls": Nanny, "options": {"nthreads": 1, "host": "127.0.0.1", "silence_logs": logging.CRITICAL,
+                                                             "preload": [WORKER_PRELOAD], "env": {
             "BAYESKERN_WORKER_SLOT": str(slot), "PYTENSOR_FLAGS": worker.pytensor_flags(slot)}}} for i, slot in enumerate(slots)}
         with SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": None}},
                          silence_logs=40, name="bayeskern") as cluster:
