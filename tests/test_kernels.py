@@ -202,6 +202,33 @@ def test_prml_is_the_sum_of_its_parts():
     np.testing.assert_allclose(K.PRML(1.3, 2.2, 0.4, 0.7).evaluate(X, Xs), parts.evaluate(X, Xs), rtol=1e-13)
 
 
+@pytest.mark.parametrize("alpha", [1e9, 1e12, 1e15, 1e20, 1e300])
+def test_rational_quadratic_is_exact_towards_its_rbf_limit(alpha):
+    """log k = −α log(1 + r²/(2α)) = −r²/2 + r⁴/(8α) − r⁶/(24α²) + …; at α ≥ 1e9 and r² ≤ 50 the terms after r⁴
+    are below 1e-15 of log k, so the two-term series is the reference to round-off (rtol 1e-13). PyMC's
+    (1 + r²/(2α))^(−α) rounds 1 + r²/(2α) first: off by 4e-5 at α = 1e12, and k = 1 everywhere from 1e16."""
+    X = _inputs(1, 8, 3)
+    r2 = ref.sqdist(X, X) / 0.6**2
+    assert 10.0 < r2.max() < 50.0
+    log_k = np.log(K.RatQuad(alpha, 0.6).evaluate(X))
+    np.testing.assert_allclose(log_k, -0.5 * r2 + r2**2 / (8.0 * alpha), rtol=1e-13, atol=1e-300)
+
+
+@pytest.mark.parametrize("alpha", [1.5, 1e6])
+def test_rational_quadratic_gradient_matches_finite_differences(alpha):
+    """∂/∂(log α, log ℓ) of Σᵢⱼ Wᵢⱼ k(xᵢ, xⱼ) against central differences: step 1e-5, truncation O(h²) ≈ 1e-10
+    relative, round-off ε·|Σ Wk|/h ≈ 1e-10 absolute (∂/∂log α is only ~1e-7 at α = 1e6)."""
+    X = _inputs(1, 7, 4)
+    W = np.random.default_rng(3).standard_normal((7, 7))
+    log_theta = pt.dvector("log_theta")
+    objective = pt.sum(W * K.RatQuad(pt.exp(log_theta[0]), pt.exp(log_theta[1])).full(X))
+    f = pytensor.function([log_theta], [objective, pytensor.grad(objective, log_theta)])
+    th0 = np.log([alpha, 0.7])
+    h = 1e-5
+    fd = [(f(th0 + h * e)[0] - f(th0 - h * e)[0]) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(f(th0)[1], fd, rtol=1e-7, atol=1e-10)
+
+
 def test_kernels_with_random_variable_hyperparameters_in_a_model():
     X = _inputs(1, 6, 7)
     with pm.Model() as model:

@@ -2,6 +2,7 @@
 
 import time
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -41,13 +42,17 @@ GAIN_TOL = 1e-4
 GRAD_TOL = 1e-3
 #: the curvature pairs (step, change of gradient) kept for that estimate: L-BFGS-B's own memory
 CURVATURE_PAIRS = 10
-#: the optimiser stops once max |gradient| ≤ STOP_GRAD and an iteration gains ≤ ROUND_OFF_GAIN · |objective|
-STOP_GRAD, ROUND_OFF_GAIN = 1e-4, 1e-11
+#: the optimiser stops once an iteration gains ≤ ROUND_OFF_GAIN · |objective| where max |gradient| ≤ STOP_GRAD
+#: or a Newton step would gain ≤ STOP_GAIN (the rule of `converged`, 1e-4 of its tolerance): progress has
+#: reached the round-off floor of the objective at a stationary point
+STOP_GRAD, ROUND_OFF_GAIN, STOP_GAIN = 1e-4, 1e-11, 1e-8
 #: up to this many data points (rows one evaluation passes over) the objective runs in numpy (`_compile.NUMPY`: no compilation, ~0.3 s
 #: of graph rewriting instead of Numba's 5–20 s on a new machine). Measured per evaluation of the
 #: 11-parameter additive kernel, numpy vs Numba: n = 200 12.7 vs 6.2 ms, n = 500 74 vs 68 ms,
 #: n = 1000 235 vs 286 ms, n = 2000 1059 vs 1201 ms (LAPACK and whole-array passes dominate)
 NUMPY_MAX_N = 5000
+#: evaluations remembered by the objective: the start and the optimum are each asked for more than once
+RECENT_EVALUATIONS = 4
 #: two optima are one if their objectives differ by less than this (flat directions, such as an ARD
 #: length scale running off to infinity, leave the coordinates themselves undetermined). Ten times GAIN_TOL: each
 #: converged run is within GAIN_TOL of its stationary point only as far as the L-BFGS curvature estimate is right,
@@ -203,14 +208,26 @@ class _Objective:
             [np.full(s, model.rvs_to_transforms[model.values_to_rvs[v]] is not None) for v, s in zip(self.value_vars, self.sizes)]
         )
         self.n_evaluations = 0
+        self._recent: OrderedDict = OrderedDict()  # z's bytes → (f, g) of the latest evaluations
 
     def flat(self, point: dict) -> np.ndarray:
         return np.concatenate([np.ravel(point[v.name]) for v in self.value_vars]).astype(np.float64)
 
     def __call__(self, z):
-        self.n_evaluations += 1
-        f, g = self._value_and_grad(z)
-        return float(f), np.asarray(g, dtype=np.float64)
+        """(objective, gradient) at z; a point among the last few evaluated is not evaluated again (nor counted)."""
+        key = np.asarray(z, dtype=np.float64).tobytes()
+        if key not in self._recent:
+            self.n_evaluations += 1
+            f, g = self._value_and_grad(z)
+            self._recent[key] = (float(f), np.asarray(g, dtype=np.float64))
+            if len(self._recent) > RECENT_EVALUATIONS:
+                self._recent.popitem(last=False)
+        f, g = self._recent[key]
+        return f, g.copy()
+
+    def forget(self) -> None:
+        """Drop the remembered evaluations (after the data or approximation behind the objective changed)."""
+        self._recent.clear()
 
     def params(self, z) -> dict:
         """Natural-scale values of the free random variables at z."""
@@ -268,51 +285,61 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
 
     def stop_at_round_off(intermediate_result):  # this parameter name makes SciPy pass f as well as x
         # L-BFGS-B's own tests (ftol, gtol) sit at the round-off floor of a sum of n log terms, where
-        # its line searches can spend a dozen evaluations on noise: stop once the gradient is far
-        # inside GRAD_TOL and an iteration gains less than ROUND_OFF_GAIN relative
+        # its line searches can spend dozens of evaluations on noise: stop once an iteration gains less
+        # than ROUND_OFF_GAIN relative at a stationary point — the gradient far inside GRAD_TOL, or, on an
+        # ill-conditioned ridge whose gradient has a round-off floor above that, a Newton step predicted
+        # to gain less than STOP_GAIN
         f = intermediate_result.fun
         gain, previous[0] = previous[0] - f, f
         if not np.array_equal(last.get("z"), intermediate_result.x):
             return
         if not np.array_equal(iterates[-1][0], last["z"]):
             iterates.append((last["z"], -last["g"]))
-        if np.max(np.abs(last["g"]), initial=0.0) <= STOP_GRAD and gain <= ROUND_OFF_GAIN * max(1.0, abs(f)):
+        if gain > ROUND_OFF_GAIN * max(1.0, abs(f)):
+            return
+        if np.max(np.abs(last["g"]), initial=0.0) <= STOP_GRAD or _newton_gain(last["g"], *_curvature_pairs(iterates)) <= STOP_GAIN:
             raise StopIteration
 
     res = scipy.optimize.minimize(
         negative, z0, jac=True, method="L-BFGS-B", callback=stop_at_round_off,
         options={"maxiter": maxiter, "maxfun": 4 * maxiter, "ftol": 1e-13, "gtol": 1e-7},
     )
-    res.curvature = _curvature_pairs(iterates, res)
+    if not np.array_equal(iterates[-1][0] if iterates else None, res.x):
+        iterates.append((np.asarray(res.x), np.asarray(res.jac)))
+    res.curvature = _curvature_pairs(iterates)
     return res
 
 
-def _curvature_pairs(iterates: list, res) -> tuple[np.ndarray, np.ndarray]:
-    """The last CURVATURE_PAIRS steps s = Δz and gradient changes y = Δ∇(−objective) with sᵀy > 0, oldest first."""
+def _curvature_pairs(iterates: list) -> tuple[np.ndarray, np.ndarray]:
+    """The last CURVATURE_PAIRS steps s = Δz and gradient changes y = Δ∇(−objective) with sᵀy > 0, oldest first.
+
+    `iterates`: (z, gradient of −objective) at each iterate of a run, in order.
+    """
     points = [(z, g) for z, g in iterates if np.all(np.isfinite(g))]
-    if not points or not np.array_equal(points[-1][0], res.x):
-        points.append((np.asarray(res.x), np.asarray(res.jac)))
     S = [b[0] - a[0] for a, b in zip(points, points[1:])]
     Y = [b[1] - a[1] for a, b in zip(points, points[1:])]
     kept = [(s, y) for s, y in zip(S, Y) if np.all(np.isfinite(y)) and s @ y > 1e-12 * np.linalg.norm(s) * np.linalg.norm(y)]
     kept = kept[-CURVATURE_PAIRS:]
-    p = len(res.x)
+    p = len(iterates[0][0]) if iterates else 0
     return np.array([s for s, _ in kept]).reshape(-1, p), np.array([y for _, y in kept]).reshape(-1, p)
 
 
-def _predicted_gain(res, free: np.ndarray) -> float:
-    """½ gᵀH̃g over the free coordinates: what a Newton step would still gain (half the squared Newton decrement).
+def _newton_gain(g: np.ndarray, S: np.ndarray, Y: np.ndarray) -> float:
+    """½ gᵀH̃g: what a Newton step would still gain (half the squared Newton decrement).
 
-    H̃ ≈ (−∇²objective)⁻¹ is the L-BFGS estimate from the run's curvature pairs, H₀ = γI with
+    H̃ ≈ (−∇²objective)⁻¹ is the L-BFGS estimate from the curvature pairs (S, Y), H₀ = γI with
     γ = sᵀy / yᵀy of the latest pair (Nocedal & Wright 7.20). SciPy's LbfgsInvHessProduct starts from
     H₀ = I; with the pairs (s, γy) it gives H̃/γ.
     """
-    g = np.where(free, res.jac, 0.0)
-    S, Y = res.curvature
     if len(S) == 0:
         return 0.5 * float(g @ g)
     gamma = float(S[-1] @ Y[-1] / (Y[-1] @ Y[-1]))
     return 0.5 * gamma * float(g @ LbfgsInvHessProduct(S, gamma * Y).matvec(g))
+
+
+def _predicted_gain(res, free: np.ndarray) -> float:
+    """`_newton_gain` over the free coordinates at where the run stopped, with the run's curvature pairs."""
+    return _newton_gain(np.where(free, res.jac, 0.0), *res.curvature)
 
 
 def _at_edge(objective: _Objective, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -467,6 +494,7 @@ def _refine(obs, objective: _Objective, plug_in: PlugIn, runs: list, maxiter: in
             return runs, plug_in
         record.install()
         attach(obs, record)
+        objective.forget()  # the same z has another objective now
         plug_in = plug_in.with_record(record)
         runs = sorted((_past_cliffs(objective, _maximise(objective, res.x, maxiter), maxiter) for res in runs), key=lambda r: r.fun)
     if obs.tag.bayeskern.refined(plug_in.numeric(objective.params(runs[0].x))) is not None:

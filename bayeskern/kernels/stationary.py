@@ -210,13 +210,24 @@ class Matern52(_PyMCStationary):
 
 
 class RatQuad(_PyMCStationary):
-    """k(x, x′) = (1 + r²/(2αℓ²))^(−α), a scale mixture of RBFs, PyMC's `RatQuad`; α → ∞ gives the RBF."""
+    """k(x, x′) = (1 + r²/(2αℓ²))^(−α), a scale mixture of RBFs, PyMC's `RatQuad`; α → ∞ gives the RBF.
 
-    _pymc_class = pm.gp.cov.RatQuad
+    Evaluated as exp(−α·log1p(r²/(2α))) (r in length scales), exact for every α. PyMC's
+    (1 + r²/(2α))^(−α) rounds 1 + r²/(2α) first: at α = 1e9 k is off by ~1e-7 relative, at 1e15 by
+    ~0.1, and from α ≈ 1e16 it is 1 everywhere — the log marginal likelihood of a fit whose α runs
+    towards the RBF limit turns to noise (and to −∞), and the optimiser spends its evaluations on it.
+    """
+
+    _pymc_class = pm.gp.cov.RatQuad  # its spectral density (HSGP)
     _extra = ("alpha",)
 
     def __init__(self, alpha, lengthscale):
         super().__init__(lengthscale, alpha=alpha)
+
+    def _full(self, X, Xs, p):
+        r2 = scaled_sqdist(X, Xs, p["lengthscale"])
+        alpha = p["alpha"]
+        return pt.exp(-alpha * pt.log1p(r2 / (2.0 * alpha)))  # (1 + r²/(2α))^(−α) = exp(−α log(1 + r²/(2α)))
 
 
 class Periodic(_PyMCStationary):
