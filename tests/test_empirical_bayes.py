@@ -355,6 +355,39 @@ def test_the_optimiser_stops_at_the_round_off_floor_instead_of_chasing_noise():
 
 
 
+def test_the_optimiser_stops_on_a_ridge_whose_gradient_round_off_exceeds_stop_grad():
+    """Stiff directions (curvature 200–30 000) with gradient noise 3e-4 — above STOP_GRAD, as on the ridge of an
+    additive kernel whose amplitude runs to 0: |g| never falls to STOP_GRAD, but a Newton step would gain
+    ½gᵀH⁻¹g ≈ 3e-10 ≤ STOP_GAIN, so bayeskern stops once an iteration gains only round-off, where L-BFGS-B
+    alone runs its failing line searches to the end."""
+    import importlib
+
+    eb_module = importlib.import_module("bayeskern.fit.empirical_bayes")
+
+    H = np.diag([1e3, 3e4, 2e2])
+    z_star = np.array([0.3, -1.0, 2.0])
+    rng = np.random.default_rng(1)
+
+    class Noisy:
+        calls = 0
+
+        def __call__(self, z):
+            self.calls += 1
+            d = z - z_star
+            f = 100.0 - 0.5 * d @ H @ d
+            return f * (1 + 1e-12 * rng.standard_normal()), -H @ d + 3e-4 * rng.standard_normal(3)
+
+    ours = Noisy()
+    res = eb_module._maximise(ours, np.zeros(3), maxiter=500)
+    np.testing.assert_allclose(res.x, z_star, atol=1e-4)  # |Δz| ≲ |g|/200 ≈ 5e-6 at the gradient's noise floor
+    assert np.max(np.abs(res.jac)) > eb_module.STOP_GRAD and "StopIteration" in res.message
+    assert eb_module._predicted_gain(res, np.ones(3, dtype=bool)) <= eb_module.STOP_GAIN
+    alone = Noisy()
+    scipy.optimize.minimize(lambda z: tuple(-v for v in alone(z)), np.zeros(3), jac=True, method="L-BFGS-B",
+                            options={"maxiter": 500, "maxfun": 2000, "ftol": 1e-13, "gtol": 1e-7})
+    assert ours.calls < alone.calls
+
+
 def _sigma_only(n=30, seed=4):
     """One free parameter (σ) and its numpy reference log marginal likelihood over z = log σ."""
     X, y = bk.datasets.sinusoid(n, 0.2, seed)
