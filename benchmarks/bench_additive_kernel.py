@@ -133,7 +133,7 @@ PROBLEMS = {"additive": (seasonal_series, model, sklearn_kernel), "sum": (sum_da
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=500)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="timed fits of each library (0: none)")
     parser.add_argument("--kernel", choices=sorted(PROBLEMS), default="additive")
     parser.add_argument("--per-evaluation", type=int, nargs="*", default=[], metavar="N",
                         help="also time one evaluation against one Cholesky at these n")
@@ -141,6 +141,8 @@ def main() -> None:
     for n in args.per_evaluation:
         value, cholesky = per_evaluation(n)
         print(f"n = {n}: one evaluation {1e3 * value:.1f} ms = {value / cholesky:.1f} Choleskys ({1e3 * cholesky:.1f} ms)")
+    if args.repeats < 1:  # --per-evaluation alone
+        return
     data, make_model, make_kernel = PROBLEMS[args.kernel]
     X, y = data(args.n)
     warnings.simplefilter("ignore")
