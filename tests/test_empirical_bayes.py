@@ -322,6 +322,28 @@ def test_models_of_one_structure_share_one_compiled_objective_and_keep_their_own
     np.testing.assert_allclose(mine(z)[0] - theirs(z)[0], expected, rtol=1e-10)
 
 
+class _NoisyQuadratic:
+    """f(z) = 100 − ½(z − z*)ᵀH(z − z*) and its gradient with relative noise 1e-12 in f and `grad_noise` in g; counts calls."""
+
+    Z_STAR = np.array([0.3, -1.0, 2.0])
+
+    def __init__(self, H, grad_noise: float, seed: int):
+        self.H, self.grad_noise, self.rng, self.calls = H, grad_noise, np.random.default_rng(seed), 0
+
+    def __call__(self, z):
+        self.calls += 1
+        d = z - self.Z_STAR
+        f = 100.0 - 0.5 * d @ self.H @ d
+        return f * (1 + 1e-12 * self.rng.standard_normal()), -self.H @ d + self.grad_noise * self.rng.standard_normal(3)
+
+    def calls_of_lbfgsb_alone(self) -> int:
+        """Calls L-BFGS-B needs on a fresh copy of this problem with tolerances below the noise (it stops only at its limits)."""
+        alone = _NoisyQuadratic(self.H, self.grad_noise, seed=0)
+        scipy.optimize.minimize(lambda z: tuple(-v for v in alone(z)), np.zeros(3), jac=True, method="L-BFGS-B",
+                                options={"maxiter": 500, "maxfun": 2000, "ftol": 1e-13, "gtol": 1e-7})
+        return alone.calls
+
+
 def test_the_optimiser_stops_at_the_round_off_floor_instead_of_chasing_noise():
     """A log-likelihood near its maximum is known only to round-off: on a quadratic with noise of 1e-12
     relative in f and 1e-5 in its gradient, L-BFGS-B alone keeps line-searching; bayeskern's rule stops
@@ -329,30 +351,11 @@ def test_the_optimiser_stops_at_the_round_off_floor_instead_of_chasing_noise():
     import importlib
 
     eb_module = importlib.import_module("bayeskern.fit.empirical_bayes")
-
-    H = np.diag([1.0, 30.0, 0.2])
-    z_star = np.array([0.3, -1.0, 2.0])
-    rng = np.random.default_rng(0)
-
-    class Noisy:
-        calls = 0
-
-        def __call__(self, z):
-            self.calls += 1
-            d = z - z_star
-            f = 100.0 - 0.5 * d @ H @ d
-            return f * (1 + 1e-12 * rng.standard_normal()), -H @ d + 1e-5 * rng.standard_normal(3)
-
-    ours = Noisy()
+    ours = _NoisyQuadratic(np.diag([1.0, 30.0, 0.2]), grad_noise=1e-5, seed=0)
     res = eb_module._maximise(ours, np.zeros(3), maxiter=500)
-    np.testing.assert_allclose(res.x, z_star, atol=1e-3)  # |g| ≤ 1e-4 with curvature ≥ 0.2: |Δz| ≤ 5e-4
+    np.testing.assert_allclose(res.x, ours.Z_STAR, atol=1e-3)  # |g| ≤ 1e-4 with curvature ≥ 0.2: |Δz| ≤ 5e-4
     assert np.max(np.abs(res.jac)) <= eb_module.STOP_GRAD and "StopIteration" in res.message
-    alone = Noisy()
-    scipy.optimize.minimize(lambda z: tuple(-v for v in alone(z)), np.zeros(3), jac=True, method="L-BFGS-B",
-                            options={"maxiter": 500, "maxfun": 2000, "ftol": 1e-13, "gtol": 1e-7})
-    assert ours.calls < alone.calls
-
-
+    assert ours.calls < ours.calls_of_lbfgsb_alone()
 
 
 def test_the_optimiser_stops_on_a_ridge_whose_gradient_round_off_exceeds_stop_grad():
@@ -363,29 +366,12 @@ def test_the_optimiser_stops_on_a_ridge_whose_gradient_round_off_exceeds_stop_gr
     import importlib
 
     eb_module = importlib.import_module("bayeskern.fit.empirical_bayes")
-
-    H = np.diag([1e3, 3e4, 2e2])
-    z_star = np.array([0.3, -1.0, 2.0])
-    rng = np.random.default_rng(1)
-
-    class Noisy:
-        calls = 0
-
-        def __call__(self, z):
-            self.calls += 1
-            d = z - z_star
-            f = 100.0 - 0.5 * d @ H @ d
-            return f * (1 + 1e-12 * rng.standard_normal()), -H @ d + 3e-4 * rng.standard_normal(3)
-
-    ours = Noisy()
+    ours = _NoisyQuadratic(np.diag([1e3, 3e4, 2e2]), grad_noise=3e-4, seed=1)
     res = eb_module._maximise(ours, np.zeros(3), maxiter=500)
-    np.testing.assert_allclose(res.x, z_star, atol=1e-4)  # |Δz| ≲ |g|/200 ≈ 5e-6 at the gradient's noise floor
+    np.testing.assert_allclose(res.x, ours.Z_STAR, atol=1e-4)  # |Δz| ≲ |g|/200 ≈ 5e-6 at the gradient's noise floor
     assert np.max(np.abs(res.jac)) > eb_module.STOP_GRAD and "StopIteration" in res.message
     assert eb_module._predicted_gain(res, np.ones(3, dtype=bool)) <= eb_module.STOP_GAIN
-    alone = Noisy()
-    scipy.optimize.minimize(lambda z: tuple(-v for v in alone(z)), np.zeros(3), jac=True, method="L-BFGS-B",
-                            options={"maxiter": 500, "maxfun": 2000, "ftol": 1e-13, "gtol": 1e-7})
-    assert ours.calls < alone.calls
+    assert ours.calls < ours.calls_of_lbfgsb_alone()
 
 
 def _sigma_only(n=30, seed=4):
