@@ -42,16 +42,19 @@ GAIN_TOL = 1e-4
 GRAD_TOL = 1e-3
 #: the curvature pairs (step, change of gradient) kept for that estimate: L-BFGS-B's own memory
 CURVATURE_PAIRS = 10
-#: the optimiser stops once an iteration gains ≤ ROUND_OFF_GAIN · |objective| where max |gradient| ≤ STOP_GRAD
-#: or a Newton step would gain ≤ STOP_GAIN (the rule of `converged`, 1e-4 of its tolerance): progress has
-#: reached the round-off floor of the objective at a stationary point
+#: the optimiser stops once an iteration gains ≤ ROUND_OFF_GAIN · |objective| where max |gradient| ≤ STOP_GRAD,
+#: or where max |gradient| ≤ GRAD_TOL and a Newton step would gain ≤ STOP_GAIN (the rule of `converged`, 1e-4 of
+#: its tolerance) with curvature pairs in as many directions as there are parameters (fewer leave a direction
+#: the run has not explored at the scale of its latest, perhaps stiff, step): progress has reached the round-off
+#: floor of the objective near a stationary point
 STOP_GRAD, ROUND_OFF_GAIN, STOP_GAIN = 1e-4, 1e-11, 1e-8
 #: up to this many data points (rows one evaluation passes over) the objective runs in numpy (`_compile.NUMPY`: no compilation, ~0.3 s
 #: of graph rewriting instead of Numba's 5–20 s on a new machine). Measured per evaluation of the
 #: 11-parameter additive kernel, numpy vs Numba: n = 200 12.7 vs 6.2 ms, n = 500 74 vs 68 ms,
 #: n = 1000 235 vs 286 ms, n = 2000 1059 vs 1201 ms (LAPACK and whole-array passes dominate)
 NUMPY_MAX_N = 5000
-#: evaluations remembered by the objective: the start and the optimum are each asked for more than once
+#: evaluations remembered by the objective: the optimum is asked for again after its run (the edge tests, the
+#: result), and a start checked for finiteness before its run is still remembered when fewer starts are drawn
 RECENT_EVALUATIONS = 4
 #: two optima are one if their objectives differ by less than this (flat directions, such as an ARD
 #: length scale running off to infinity, leave the coordinates themselves undetermined). Ten times GAIN_TOL: each
@@ -219,7 +222,7 @@ class _Objective:
         if key not in self._recent:
             self.n_evaluations += 1
             f, g = self._value_and_grad(z)
-            self._recent[key] = (float(f), np.asarray(g, dtype=np.float64))
+            self._recent[key] = (float(f), np.array(g, dtype=np.float64))  # a copy: the compiled function may reuse its output
             if len(self._recent) > RECENT_EVALUATIONS:
                 self._recent.popitem(last=False)
         f, g = self._recent[key]
@@ -287,8 +290,8 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
         # L-BFGS-B's own tests (ftol, gtol) sit at the round-off floor of a sum of n log terms, where
         # its line searches can spend dozens of evaluations on noise: stop once an iteration gains less
         # than ROUND_OFF_GAIN relative at a stationary point — the gradient far inside GRAD_TOL, or, on an
-        # ill-conditioned ridge whose gradient has a round-off floor above that, a Newton step predicted
-        # to gain less than STOP_GAIN
+        # ill-conditioned ridge whose gradient has a round-off floor above that, a gradient inside GRAD_TOL and
+        # a Newton step predicted to gain less than STOP_GAIN from curvature seen in every direction
         f = intermediate_result.fun
         gain, previous[0] = previous[0] - f, f
         if not np.array_equal(last.get("z"), intermediate_result.x):
@@ -297,7 +300,8 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
             iterates.append((last["z"], -last["g"]))
         if gain > ROUND_OFF_GAIN * max(1.0, abs(f)):
             return
-        if np.max(np.abs(last["g"]), initial=0.0) <= STOP_GRAD or _newton_gain(last["g"], *_curvature_pairs(iterates)) <= STOP_GAIN:
+        largest = np.max(np.abs(last["g"]), initial=0.0)
+        if largest <= STOP_GRAD or (largest <= GRAD_TOL and _ridge_converged(last["g"], _curvature_pairs(iterates))):
             raise StopIteration
 
     res = scipy.optimize.minimize(
@@ -308,6 +312,14 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
         iterates.append((np.asarray(res.x), np.asarray(res.jac)))
     res.curvature = _curvature_pairs(iterates)
     return res
+
+
+def _ridge_converged(g: np.ndarray, pairs: tuple) -> bool:
+    """A Newton step would gain ≤ STOP_GAIN, with curvature pairs in at least as many directions as parameters
+    (up to CURVATURE_PAIRS): the L-BFGS estimate then rests on curvature seen along every direction, not only
+    on the scale of the latest step."""
+    S, Y = pairs
+    return len(S) >= min(len(g), CURVATURE_PAIRS) and _newton_gain(g, S, Y) <= STOP_GAIN
 
 
 def _curvature_pairs(iterates: list) -> tuple[np.ndarray, np.ndarray]:

@@ -101,7 +101,8 @@ def _check_lengthscale(lengthscale):
 
 
 class _PyMCStationary(Kernel):
-    """k(r²) with r² = Σₖ ((xₖ − x′ₖ)/ℓₖ)² from `scaled_sqdist`, and k from `full_from_distance` of `pm.gp.cov`.
+    """k(r²) with r² = Σₖ ((xₖ − x′ₖ)/ℓₖ)² from `scaled_sqdist`, and k from `full_from_distance` of `pm.gp.cov`
+    (unless a subclass writes its own `_full`, as RatQuad does).
 
     Only PyMC's function of the distance is used: its own distance, ‖x‖² + ‖x′‖² − 2xᵀx′, cancels
     catastrophically far from 0 (at |x| ≈ 1e6 the RBF is off by 1e-3).
@@ -218,7 +219,6 @@ class RatQuad(_PyMCStationary):
     towards the RBF limit turns to noise (and to −∞), and the optimiser spends its evaluations on it.
     """
 
-    _pymc_class = pm.gp.cov.RatQuad  # its spectral density (HSGP)
     _extra = ("alpha",)
 
     def __init__(self, alpha, lengthscale):
@@ -227,7 +227,7 @@ class RatQuad(_PyMCStationary):
     def _full(self, X, Xs, p):
         r2 = scaled_sqdist(X, Xs, p["lengthscale"])
         alpha = p["alpha"]
-        return pt.exp(-alpha * pt.log1p(r2 / (2.0 * alpha)))  # (1 + r²/(2α))^(−α) = exp(−α log(1 + r²/(2α)))
+        return pt.exp(-alpha * pt.log1p((0.5 * r2) / alpha))  # (1 + r²/(2α))^(−α) = exp(−α log(1 + r²/(2α))); 2α would overflow at α > 9e307
 
 
 class Periodic(_PyMCStationary):
