@@ -273,18 +273,22 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
     # (not 1/|g|), which on ARD problems throws length scales to the box edge and stops there
 
     last = {}  # the latest evaluation, which is the iterate L-BFGS-B reports to the callback
+    iterates = []  # (z, gradient of −objective) at each iterate, for the curvature pairs
+
+    def record(z, g_negative):
+        if not iterates or not np.array_equal(iterates[-1][0], z):
+            iterates.append((np.asarray(z), g_negative))
 
     def negative(z):
         f, g = objective(z)
         last["z"], last["g"] = np.array(z), g
         if not iterates and np.isfinite(f):  # the first evaluation is at the start z0: the first iterate
-            iterates.append((last["z"], -g))
+            record(last["z"], -g)
         if not np.isfinite(f):  # C not positive definite here: a wall the line search backs away from
             return 1e300, np.zeros_like(z)
         return -f, -g
 
     previous = [np.inf]
-    iterates = []  # (z, gradient of −objective) at each iterate, for the curvature pairs
 
     def stop_at_round_off(intermediate_result):  # this parameter name makes SciPy pass f as well as x
         # L-BFGS-B's own tests (ftol, gtol) sit at the round-off floor of a sum of n log terms, where
@@ -296,8 +300,7 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
         gain, previous[0] = previous[0] - f, f
         if not np.array_equal(last.get("z"), intermediate_result.x):
             return
-        if not np.array_equal(iterates[-1][0], last["z"]):
-            iterates.append((last["z"], -last["g"]))
+        record(last["z"], -last["g"])
         if gain > ROUND_OFF_GAIN * max(1.0, abs(f)):
             return
         largest = np.max(np.abs(last["g"]), initial=0.0)
@@ -308,8 +311,7 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
         negative, z0, jac=True, method="L-BFGS-B", callback=stop_at_round_off,
         options={"maxiter": maxiter, "maxfun": 4 * maxiter, "ftol": 1e-13, "gtol": 1e-7},
     )
-    if not np.array_equal(iterates[-1][0] if iterates else None, res.x):
-        iterates.append((np.asarray(res.x), np.asarray(res.jac)))
+    record(res.x, np.asarray(res.jac))
     res.curvature = _curvature_pairs(iterates)
     return res
 
