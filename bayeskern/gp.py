@@ -44,12 +44,13 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, approx=None, **k
     # PyTensor) is then the same for every data set of this shape of model
     X_data = pytensor.shared(X, name=f"{name}_X", shape=(None, X.shape[1]))
     y_data = pytensor.shared(y, name=f"{name}_y", shape=(None,))
-    # K(X, X) without the symmetrising pass: the likelihood reads one triangle of it
-    K = kernel.full(X_data, symmetrise=False)
+    # K(X, X)'s lower triangle, each pair evaluated once: the likelihood reads no other
+    K = kernel.lower_triangle(X_data)
     noise_var = pt.square(sigma)
 
     def generate(K, noise_var, size):
-        return pm.MvNormal.dist(mu=0.0, cov=K + noise_var * pt.eye(K.shape[-1]))  # C = K + σ²I   (PRML 6.62)
+        C = K + pt.tril(K, -1).T + noise_var * pt.eye(K.shape[-1])  # C = K + σ²I   (PRML 6.62), K from its lower triangle
+        return pm.MvNormal.dist(mu=0.0, cov=C)
 
     def logp(value, K, noise_var):
         return gaussian_logp(K, value, noise_var)  # σ²I is added inside, no n × n identity in the graph

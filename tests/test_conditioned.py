@@ -179,9 +179,11 @@ def test_the_likelihood_record_survives_model_cloning():
     model = _rbf_model(X, Y)
     original = bk.fit.empirical_bayes(model, restarts=1, seed=0)
     cloned = bk.fit.empirical_bayes(clone_model(model), restarts=1, seed=0)
-    assert cloned.params == pytest.approx(original.params, rel=1e-12)
-    # the clone lists the free variables in another order: the same optimum, reached by another path, to round-off
+    # the clone lists the free variables in another order: the same optimum, reached by another path. Both runs stop
+    # at the gradient's round-off floor (max |g| ≈ 1e-7, predicted gain ≈ 1e-16), which fixes the log marginal
+    # likelihood to round-off but the parameters only to |H⁻¹g| ≈ 1e-11 relative (measured: 1e-11 on ℓ)
     assert cloned.log_marginal_likelihood == pytest.approx(original.log_marginal_likelihood, rel=1e-12)
+    assert cloned.params == pytest.approx(original.params, rel=1e-9)
 
 
 def test_weight_space_jitter_is_noise_added_to_c_like_a_kernels():

@@ -140,6 +140,19 @@ def _not_psd():
     return kernel
 
 
+def test_marginal_likelihood_prior_draws_have_the_full_covariance():
+    """The model holds K's lower triangle only; its draws of t must still have covariance K + σ²I (5 Monte Carlo
+    standard errors, entrywise: se = √((CᵢᵢCⱼⱼ + Cᵢⱼ²)/n))."""
+    X = np.linspace(-1, 1, 4)[:, None]
+    kernel, sigma, n = K.PRML(1.0, 4.0, 0.5, 2.0), 0.3, 20000
+    with pm.Model():
+        y = bk.gp.marginal_likelihood("y", X=X, y=np.zeros(4), kernel=kernel, sigma=sigma)
+        draws = pm.draw(y, draws=n, random_seed=1)
+    C = ref.prml(X, X, 1.0, 4.0, 0.5, 2.0) + sigma**2 * np.eye(4)
+    se = np.sqrt((np.outer(np.diag(C), np.diag(C)) + C**2) / n)
+    assert np.all(np.abs(draws.T @ draws / n - C) <= 5 * se)
+
+
 def test_prior_samples_reject_a_kernel_that_is_not_psd():
     with pytest.raises(ValueError, match="not positive semi-definite"):
         bk.gp.prior_samples(_not_psd(), np.linspace(-1, 1, 5)[:, None], n=2, seed=0)

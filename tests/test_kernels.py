@@ -15,6 +15,7 @@ from scipy import integrate
 import bayeskern as bk
 import reference as ref
 from bayeskern import features as F
+from bayeskern._compile import exact_arithmetic
 from bayeskern import kernels as K
 
 # Tolerances. Stationary kernels with more than 8 input columns form ‖a − b‖² in the centred Gram
@@ -153,6 +154,43 @@ def test_kernel_properties_on_random_inputs(name, d, kernel, reference, data):
         assert lam[0] >= -1e-10 * max(1.0, abs(lam[-1])), lam
     # diagonal consistency: diag=True equals the diagonal of the full matrix
     np.testing.assert_allclose(kernel.evaluate(X, diag=True), np.diag(Kx), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name,d,kernel,reference", KERNELS, ids=IDS)
+def test_lower_triangle_is_the_reference_on_and_below_the_diagonal_and_zero_above(name, d, kernel, reference):
+    """`lower_triangle` (each pair i ≥ j evaluated once: the marginal likelihood's K) against the numpy reference."""
+    X = _inputs(d, 7, 3)
+    lower = kernel.lower_triangle(X).eval()
+    np.testing.assert_allclose(lower, np.tril(reference(X, X, True)), rtol=RTOL, atol=ATOL)
+    assert np.all(np.triu(lower, 1) == 0.0)
+
+
+@pytest.mark.parametrize("kernel", [K.RBF(0.7), K.RBF([0.5, 2.0]), K.Matern12(0.8), K.Matern52(0.8), K.RatQuad(1.5, 0.6), 2.0 * K.RBF(0.3) + K.White(0.2)], ids=repr)
+def test_lower_triangle_of_stationary_kernels_is_the_full_matrix_to_the_bit(kernel):
+    """Pairs take the same differences, divisions and sums as `full` (d ≤ 8 columns): the same numbers, not merely close
+    (both compiled without fastmath, as the package compiles)."""
+    X = _inputs(2, 9, 4) * 1e3 + 5.0
+    with exact_arithmetic():
+        lower, full = pytensor.function([], [kernel.lower_triangle(X), kernel.full(X)])()
+    np.testing.assert_array_equal(lower, np.tril(full))
+
+
+def test_lower_triangle_gradient_matches_finite_differences():
+    """∂/∂θ Σᵢ≥ⱼ Wᵢⱼ Kᵢⱼ through the pairs (every leaf with its own pair form) against central differences
+    (step 1e-6: truncation O(h²) ≈ 1e-12 and round-off ε/h ≈ 1e-10, so rtol 1e-6 leaves a wide margin)."""
+    X = _inputs(1, 8, 10) * 3.0
+    W = np.tril(np.random.default_rng(11).standard_normal((8, 8)))
+    theta = pt.dvector("theta")
+    kernel = (
+        theta[0] * K.RBF(theta[1]) * K.Periodic(1.0, theta[2]) + theta[3] * K.RatQuad(theta[4], theta[5])
+        + K.Linear() * theta[6] + K.Constant(theta[7]) + K.White(theta[8]) + K.Matern32(theta[9])
+    )
+    objective = pt.sum(W * kernel.lower_triangle(X))
+    f = pytensor.function([theta], [objective, pytensor.grad(objective, theta)])
+    th0 = np.array([1.3, 0.8, 0.6, 0.4, 2.5, 1.7, 0.3, 0.9, 0.5, 1.1])
+    h = 1e-6
+    fd = [(f(th0 + h * e)[0] - f(th0 - h * e)[0]) / (2 * h) for e in np.eye(len(th0))]
+    np.testing.assert_allclose(f(th0)[1], fd, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("name", sorted(NOT_PSD))

@@ -28,8 +28,9 @@ class Kernel(Parameterised):
     """A covariance function k(x, x′) whose hyperparameters are numbers, arrays or PyMC random variables.
 
     A leaf kernel implements `_full(X, Xs, p)` (and `_diag(X, p)` when the diagonal is cheaper than the
+    matrix, `_pairs(X, rows, cols, p)` when k at given pairs of rows is cheaper than reading them off the
     matrix), where `p` maps hyperparameter names to tensors. `+`, `*` and scaling are defined here once.
-    `full`/`diag` give PyTensor graphs for PyMC models; `evaluate` gives numbers. The tree of parts,
+    `full`/`diag`/`lower_triangle` give PyTensor graphs for PyMC models; `evaluate` gives numbers. The tree of parts,
     the signature of the compiled graph and `map_parameters` come from `Parameterised`.
     """
 
@@ -50,22 +51,41 @@ class Kernel(Parameterised):
     def _diag(self, X, p: dict):
         return pt.diagonal(self._full(X, None, p))
 
+    def _pairs(self, X, rows, cols, p: dict):
+        """k(x_rows[i], x_cols[i]) for each i, a vector: by default read off K(X, X); a leaf with a cheaper form overrides it."""
+        return self._full(X, None, p)[rows, cols]
+
     # -- graph building ------------------------------------------------------------------------
     def _build(self, X, Xs, diag: bool, bind: Callable[[Parameterised], dict]):
         p = bind(self)
         return self._diag(X, p) if diag else self._full(X, Xs, p)
 
-    def full(self, X, Xs=None, symmetrise: bool = True):
+    def _build_pairs(self, X, rows, cols, bind: Callable[[Parameterised], dict]):
+        return self._pairs(X, rows, cols, bind(self))
+
+    def full(self, X, Xs=None):
         """The symbolic covariance matrix K(X, Xs) (Xs = X when not given).
 
         K(X, X) is made symmetric to the bit, ½(K + Kᵀ): Numba's fastmath may round k(xᵢ, xⱼ) and
-        k(xⱼ, xᵢ) differently. `symmetrise=False` skips that pass over memory, for a consumer that
-        reads one triangle only (the Cholesky factorisation of the marginal likelihood).
+        k(xⱼ, xᵢ) differently.
         """
         X, Xs = _input_tensor(X, "X"), _input_tensor(Xs, "Xs")
         self._check_dims(X.type.shape[1], None if Xs is None else Xs.type.shape[1])
         K = self._build(X, Xs, False, bind_given)
-        return K if Xs is not None or not symmetrise else 0.5 * (K + K.T)
+        return K if Xs is not None else 0.5 * (K + K.T)
+
+    def lower_triangle(self, X):
+        """K(X, X) on and below its diagonal, zeros above: for a consumer that reads one triangle only
+        (the Cholesky factorisation of the marginal likelihood).
+
+        Each pair i ≥ j is evaluated once, as a vector of n(n + 1)/2 entries, and placed in the
+        matrix: half the kernel's work of `full`, forward and in the gradient.
+        """
+        X = _input_tensor(X, "X")
+        self._check_dims(X.type.shape[1], None)
+        n = X.shape[0]
+        rows, cols = pt.tril_indices(n)
+        return pt.set_subtensor(pt.zeros((n, n), dtype="float64")[rows, cols], self._build_pairs(X, rows, cols, bind_given))
 
     def diag(self, X):
         """The symbolic diagonal k(xᵢ, xᵢ)."""
@@ -161,6 +181,9 @@ class _Combination(Kernel):
     def _build(self, X, Xs, diag, bind):
         return reduce(self.op, (k._build(X, Xs, diag, bind) for k in self.children))
 
+    def _build_pairs(self, X, rows, cols, bind):
+        return reduce(self.op, (k._build_pairs(X, rows, cols, bind) for k in self.children))
+
     def __repr__(self) -> str:
         return self.symbol.join(f"({k!r})" if isinstance(k, Sum) and self.op is mul else repr(k) for k in self.children)
 
@@ -186,6 +209,9 @@ class Scaled(Kernel):
 
     def _build(self, X, Xs, diag, bind):
         return bind(self)["scale"] * self.children[0]._build(X, Xs, diag, bind)
+
+    def _build_pairs(self, X, rows, cols, bind):
+        return bind(self)["scale"] * self.children[0]._build_pairs(X, rows, cols, bind)
 
     def __repr__(self) -> str:
         inner = self.children[0]

@@ -1,6 +1,7 @@
 """Input-independent kernels: a constant c and white noise σ²δ(x, x′), PyMC's `Constant` and `WhiteNoise`."""
 
 import pymc as pm
+import pytensor.tensor as pt
 
 from bayeskern._validation import check_number, check_squarable
 from bayeskern.kernels.base import Kernel
@@ -20,6 +21,9 @@ class Constant(Kernel):
     def _diag(self, X, p):
         return pm.gp.cov.Constant(p["c"]).diag(X)
 
+    def _pairs(self, X, rows, cols, p):
+        return pm.gp.cov.Constant(p["c"]).diag(rows[:, None])  # c for every pair
+
 
 class White(Kernel):
     """k(x, x′) = σ² δ(x, x′): σ² on the diagonal of K(X, X), zero between two different input sets.
@@ -35,3 +39,6 @@ class White(Kernel):
 
     def _diag(self, X, p):
         return pm.gp.cov.WhiteNoise(p["sigma"]).diag(X)
+
+    def _pairs(self, X, rows, cols, p):
+        return pt.square(p["sigma"]) * pt.eq(rows, cols)  # σ² δ(x, x′): σ² where a pair is one point with itself

@@ -1,6 +1,7 @@
 """Dot-product kernels: linear xᵀx′ and polynomial (xᵀx′ + c)^M, PyMC's `Linear` and `Polynomial`."""
 
 import pymc as pm
+import pytensor.tensor as pt
 
 from bayeskern._validation import check_integer, check_number
 from bayeskern.kernels.base import Kernel
@@ -16,6 +17,9 @@ class Linear(Kernel):
 
     def _diag(self, X, p):
         return pm.gp.cov.Linear(X.type.shape[1], c=0.0).diag(X)
+
+    def _pairs(self, X, rows, cols, p):
+        return pt.sum(X[rows] * X[cols], axis=1)  # x_rowsᵀ x_cols, pair by pair
 
 
 class Polynomial(Kernel):

@@ -42,6 +42,21 @@ def scaled_sqdist(X, Xs, lengthscale):
     return _sqdist_from_gram(X, Xs, ell)
 
 
+def paired_scaled_sqdist(X, rows, cols, lengthscale):
+    """r²ᵢ = Σₖ ((x_rows[i],k − x_cols[i],k)/ℓₖ)² for each pair i: `scaled_sqdist`'s entries at (rows, cols), the same
+    numbers to the bit for d ≤ `DIFFERENCE_COLUMNS` (read off the matrix above it)."""
+    d = X.type.shape[1]
+    ell = pt.ones((d,), dtype="float64") * lengthscale
+    if d <= DIFFERENCE_COLUMNS:
+        return _sum_of_squares(_paired_differences(X, rows, cols, d), ell)
+    return _sqdist_from_gram(X, None, ell)[rows, cols]
+
+
+def _paired_differences(X, rows, cols, d: int) -> list:
+    """x_rows,k − x_cols,k as one vector per column k (the pairs' entries of `_column_differences`)."""
+    return [X[:, k][rows] - X[:, k][cols] for k in range(d)]
+
+
 def _column_differences(X, Xs, d: int) -> list:
     """xₖ − x′ₖ as one (n, m) matrix per column k: exact when x and x′ are within a factor 2 (Sterbenz' lemma).
 
@@ -125,9 +140,15 @@ class _PyMCStationary(Kernel):
         cov._sqrt = _exact_sqrt  # PyMC's r = √(r² + 1e-12) puts k(x, x) 1e-6 below 1 for Matérn ½
         return cov
 
+    def _of_sqdist(self, r2, d: int, p):
+        """k as a function of r² (already in length scales: PyMC's ls is not applied again), elementwise."""
+        return self._pymc(d, p).full_from_distance(r2, squared=True)
+
     def _full(self, X, Xs, p):
-        r2 = scaled_sqdist(X, Xs, p["lengthscale"])  # already in length scales: PyMC's ls is not applied again
-        return self._pymc(X.type.shape[1], p).full_from_distance(r2, squared=True)
+        return self._of_sqdist(scaled_sqdist(X, Xs, p["lengthscale"]), X.type.shape[1], p)
+
+    def _pairs(self, X, rows, cols, p):
+        return self._of_sqdist(paired_scaled_sqdist(X, rows, cols, p["lengthscale"]), X.type.shape[1], p)
 
     def _diag(self, X, p):
         return pt.ones((X.shape[0],), dtype="float64")  # k(x, x) = k(r = 0) = 1
@@ -224,8 +245,7 @@ class RatQuad(_PyMCStationary):
     def __init__(self, alpha, lengthscale):
         super().__init__(lengthscale, alpha=alpha)
 
-    def _full(self, X, Xs, p):
-        r2 = scaled_sqdist(X, Xs, p["lengthscale"])
+    def _of_sqdist(self, r2, d: int, p):
         alpha = p["alpha"]
         return pt.exp(-alpha * pt.log1p((0.5 * r2) / alpha))  # (1 + r²/(2α))^(−α) = exp(−α log(1 + r²/(2α))); 2α would overflow at α > 9e307
 
@@ -244,17 +264,25 @@ class Periodic(_PyMCStationary):
     def __init__(self, period, lengthscale):
         super().__init__(lengthscale, period=period)
 
-    def _full(self, X, Xs, p):
-        d = X.type.shape[1]
+    def _sqdist_of_differences(self, differences: list, p):
+        """r² = Σₖ sin²(π(xₖ − x′ₖ)/T) / ℓₖ² from the differences xₖ − x′ₖ (one tensor per column), elementwise."""
+        d = len(differences)
         period = pt.ones((d,), dtype="float64") * p["period"]
         folded = []
-        for k, diff in enumerate(_column_differences(X, X if Xs is None else Xs, d)):
+        for k, diff in enumerate(differences):
             # sin² is even and T-periodic: fold |x − x′| into [0, T/2] exactly (fmod is exact, and
             # T − u is exact for u ≥ T/2 by Sterbenz), so that π·u/T is never formed from a huge u
             u = pt.mod(pt.abs(diff), period[k])
             folded.append(pt.sin(np.pi * pt.minimum(u, period[k] - u) / period[k]))
-        # r² = Σₖ sin²(π(xₖ − x′ₖ)/T) / ℓₖ², then PyMC's Periodic as a function of it: exp(−½ r²)
-        r2 = _sum_of_squares(folded, pt.ones((d,), dtype="float64") * p["lengthscale"])
+        return _sum_of_squares(folded, pt.ones((d,), dtype="float64") * p["lengthscale"])
+
+    def _full(self, X, Xs, p):
+        d = X.type.shape[1]
+        r2 = self._sqdist_of_differences(_column_differences(X, X if Xs is None else Xs, d), p)
         if Xs is None:
             r2 = 0.5 * (r2 + r2.T)  # vectorised and scalar sin may differ in the last bit: symmetric exactly
-        return self._pymc(d, p).full_from_distance(r2, squared=True)
+        return self._of_sqdist(r2, d, p)
+
+    def _pairs(self, X, rows, cols, p):
+        d = X.type.shape[1]
+        return self._of_sqdist(self._sqdist_of_differences(_paired_differences(X, rows, cols, d), p), d, p)
