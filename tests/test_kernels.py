@@ -131,6 +131,13 @@ def _inputs(d, n, seed):
     return np.random.default_rng(seed).uniform(-2.0, 2.0, size=(n, d))
 
 
+def _assert_gradient_matches_central_differences(objective, theta, th0, h, rtol, atol):
+    """PyTensor's ∂objective/∂theta at th0 against (f(θ + h·e) − f(θ − h·e)) / 2h, coordinate by coordinate."""
+    f = pytensor.function([theta], [objective, pytensor.grad(objective, theta)])
+    fd = [(f(th0 + h * e)[0] - f(th0 - h * e)[0]) / (2 * h) for e in np.eye(len(th0))]
+    np.testing.assert_allclose(f(th0)[1], fd, rtol=rtol, atol=atol)
+
+
 @pytest.mark.parametrize("name,d,kernel,reference", KERNELS, ids=IDS)
 def test_kernel_matches_numpy_reference(name, d, kernel, reference):
     X, Xs = _inputs(d, 7, 1), _inputs(d, 5, 2)
@@ -185,12 +192,8 @@ def test_lower_triangle_gradient_matches_finite_differences():
         theta[0] * K.RBF(theta[1]) * K.Periodic(1.0, theta[2]) + theta[3] * K.RatQuad(theta[4], theta[5])
         + K.Linear() * theta[6] + K.Constant(theta[7]) + K.White(theta[8]) + K.Matern32(theta[9])
     )
-    objective = pt.sum(W * kernel.lower_triangle(X))
-    f = pytensor.function([theta], [objective, pytensor.grad(objective, theta)])
     th0 = np.array([1.3, 0.8, 0.6, 0.4, 2.5, 1.7, 0.3, 0.9, 0.5, 1.1])
-    h = 1e-6
-    fd = [(f(th0 + h * e)[0] - f(th0 - h * e)[0]) / (2 * h) for e in np.eye(len(th0))]
-    np.testing.assert_allclose(f(th0)[1], fd, rtol=1e-6, atol=1e-8)
+    _assert_gradient_matches_central_differences(pt.sum(W * kernel.lower_triangle(X)), theta, th0, h=1e-6, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("name", sorted(NOT_PSD))
@@ -260,11 +263,7 @@ def test_rational_quadratic_gradient_matches_finite_differences(alpha):
     W = np.random.default_rng(3).standard_normal((7, 7))
     log_theta = pt.dvector("log_theta")
     objective = pt.sum(W * K.RatQuad(pt.exp(log_theta[0]), pt.exp(log_theta[1])).full(X))
-    f = pytensor.function([log_theta], [objective, pytensor.grad(objective, log_theta)])
-    th0 = np.log([alpha, 0.7])
-    h = 1e-5
-    fd = [(f(th0 + h * e)[0] - f(th0 - h * e)[0]) / (2 * h) for e in np.eye(2)]
-    np.testing.assert_allclose(f(th0)[1], fd, rtol=1e-7, atol=1e-10)
+    _assert_gradient_matches_central_differences(objective, log_theta, np.log([alpha, 0.7]), h=1e-5, rtol=1e-7, atol=1e-10)
 
 
 def test_kernels_with_random_variable_hyperparameters_in_a_model():
@@ -292,13 +291,8 @@ def test_gradient_matches_finite_differences():
     W = np.random.default_rng(9).standard_normal((6, 6))
     theta = pt.dvector("theta")
     kernel = K.PRML(theta[0], theta[1], theta[2], theta[3]) * K.RBF(theta[4])
-    objective = pt.sum(W * kernel.full(X))
-    f = pytensor.function([theta], [objective, pytensor.grad(objective, theta)])
     th0 = np.array([1.3, 0.8, 0.4, 0.6, 1.7])
-    _, grad = f(th0)
-    h = 1e-6
-    fd = [(f(th0 + h * e)[0] - f(th0 - h * e)[0]) / (2 * h) for e in np.eye(5)]
-    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
+    _assert_gradient_matches_central_differences(pt.sum(W * kernel.full(X)), theta, th0, h=1e-6, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize(

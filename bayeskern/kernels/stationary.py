@@ -117,7 +117,7 @@ def _check_lengthscale(lengthscale):
 
 class _PyMCStationary(Kernel):
     """k(r²) with r² = Σₖ ((xₖ − x′ₖ)/ℓₖ)² from `scaled_sqdist`, and k from `full_from_distance` of `pm.gp.cov`
-    (unless a subclass writes its own `_full`, as RatQuad does).
+    (unless a subclass writes its own `_of_sqdist`, as RatQuad does), for the matrix (`_full`) and for pairs of rows (`_pairs`).
 
     Only PyMC's function of the distance is used: its own distance, ‖x‖² + ‖x′‖² − 2xᵀx′, cancels
     catastrophically far from 0 (at |x| ≈ 1e6 the RBF is off by 1e-3).
