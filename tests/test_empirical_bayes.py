@@ -392,6 +392,50 @@ def test_the_ridge_stop_does_not_fire_in_a_direction_the_run_has_not_explored():
     assert ours.gain_left(res.x) <= eb_module.GAIN_TOL, (res.x, ours.calls)
 
 
+class _QuantisedQuadratic:
+    """f(z) = −½zᵀHz known only on a grid of `step` (its round-off floor), with the exact gradient; counts calls."""
+
+    H = np.diag([0.01, 1.0, 100.0])
+
+    def __init__(self, step: float):
+        self.step, self.calls = step, 0
+
+    def __call__(self, z):
+        self.calls += 1
+        return -self.step * np.round(0.5 * z @ self.H @ z / self.step), -self.H @ z
+
+
+def _maximise_with_stall_limit(objective, limit, monkeypatch):
+    import importlib
+
+    eb_module = importlib.import_module("bayeskern.fit.empirical_bayes")
+    monkeypatch.setattr(eb_module, "STALLED_SEARCH", limit)
+    return eb_module._maximise(objective, np.array([3.0, -2.0, 0.5]), maxiter=500)
+
+
+def test_a_line_search_stalled_on_the_round_off_floor_ends_the_run_at_its_iterate(monkeypatch):
+    """f known to 1e-6: near the maximum every line search fails; L-BFGS-B alone spends 20 calls on each of two
+    (52 calls), bayeskern ends the run STALLED_SEARCH calls into the first, at the iterate it searched from (which
+    is within GAIN_TOL: ½zᵀHz ≤ 1e-6) — the same point as the long run ends at."""
+    ours, alone = _QuantisedQuadratic(1e-6), _QuantisedQuadratic(1e-6)
+    res = _maximise_with_stall_limit(ours, 4, monkeypatch)
+    long = _maximise_with_stall_limit(alone, 10**9, monkeypatch)
+    assert res.message == "line search stalled" and long.message != res.message
+    np.testing.assert_array_equal(res.x, long.x)
+    assert 0.5 * res.x @ ours.H @ res.x <= 1e-6 and -res.fun == _QuantisedQuadratic(1e-6)(res.x)[0]
+    assert ours.calls + 20 <= alone.calls
+
+
+def test_a_stalled_line_search_far_from_a_stationary_point_does_not_end_the_run(monkeypatch):
+    """f known to 0.1 only: the line searches fail where |g| ≈ 0.03 > GRAD_TOL; the stall rule must leave the run
+    to L-BFGS-B, as without it."""
+    ours, alone = _QuantisedQuadratic(0.1), _QuantisedQuadratic(0.1)
+    res = _maximise_with_stall_limit(ours, 4, monkeypatch)
+    _maximise_with_stall_limit(alone, 10**9, monkeypatch)
+    assert res.message != "line search stalled" and np.max(np.abs(res.jac)) > 1e-2
+    assert ours.calls == alone.calls
+
+
 def _sigma_only(n=30, seed=4):
     """One free parameter (σ) and its numpy reference log marginal likelihood over z = log σ."""
     X, y = bk.datasets.sinusoid(n, 0.2, seed)
