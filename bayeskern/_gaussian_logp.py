@@ -146,8 +146,12 @@ def _logp_and_gradients(K, t, noise_var, use_jitter):
 
 
 def _factor_scipy(K, noise_var: float, use_jitter: bool):
-    """(L, jitter, step) with C + jitter·I = LLᵀ from K's lower triangle, as `_logp_and_gradients` does.
+    """(U, jitter, step) with C + jitter·I = UᵀU from K's lower triangle, as `_logp_and_gradients` does.
 
+    The same LAPACK calls on the same memory layout as the Numba implementation: C's lower triangle in
+    C order is, read through its transpose (Fortran order, no copy), the upper triangle LAPACK factorises
+    in place ("U"); U is returned in Fortran order. Every n × n array this allocates costs page faults
+    on first touch (half the time of this function at n = 500 before it worked in place).
     jitter = step · mean(diag C); `step` is 0.0 where no jitter was needed or the mean diagonal is not a
     positive number (then jitter is relative to 1 and does not depend on C). (None, 0.0, 0.0) if none works.
     """
@@ -159,30 +163,38 @@ def _factor_scipy(K, noise_var: float, use_jitter: bool):
     scale = scale if scale_from_C else 1.0
     magnitude = np.abs(C)  # ‖C‖₁ for the condition estimate: the column sums of the symmetric C
     norm1 = (magnitude.sum(axis=0) + magnitude.sum(axis=1) - np.diagonal(magnitude)).max(initial=0.0)
-    for step in [0.0] + (list(_JITTER_STEPS) if use_jitter else []):
+    del magnitude
+    steps = [0.0] + (list(_JITTER_STEPS) if use_jitter else [])
+    for k, step in enumerate(steps):
         jitter = step * scale
-        L, info = lapack.dpotrf(C if jitter == 0.0 else C + jitter * np.eye(n), lower=1, clean=1)
-        d = np.diagonal(L)
+        A = C if k == len(steps) - 1 else C.copy()  # potrf overwrites its input; the last try may use C itself
+        A[np.diag_indices(n)] += jitter
+        U, info = lapack.dpotrf(A.T, lower=0, clean=1, overwrite_a=1)
+        d = np.diagonal(U)
         if info == 0 and np.all(np.isfinite(d) & (d > 0.0)):
-            rcond, _ = lapack.dpocon(L, norm1 + jitter, uplo="L")
+            rcond, _ = lapack.dpocon(U, norm1 + jitter, uplo="U")
             if rcond > n * EPS:  # the rule of _linalg.cholesky
-                return L, jitter, step if scale_from_C else 0.0
+                return U, jitter, step if scale_from_C else 0.0
     return None, 0.0, 0.0
 
 
 def _logp_and_gradients_scipy(K, t, noise_var: float, use_jitter: bool):
-    """`_logp_and_gradients` through SciPy's LAPACK, vectorised: the Python linker's implementation of the Op."""
+    """`_logp_and_gradients` through SciPy's LAPACK, vectorised: the Python linker's implementation of the Op.
+
+    The same LAPACK calls on the same layout (`_factor_scipy`), so the same numbers to the bit.
+    """
     n = K.shape[0]
-    L, jitter, step = _factor_scipy(K, noise_var, use_jitter)
-    if L is None:
+    U, jitter, step = _factor_scipy(K, noise_var, use_jitter)
+    if U is None:
         return -np.inf, np.zeros((n, n)), np.zeros(n), 0.0
-    alpha, _ = lapack.dpotrs(L, t, lower=1)  # α = C⁻¹t
-    C_inv, _ = lapack.dpotri(L, lower=1)  # C⁻¹ in the lower triangle
-    # log p(t) = −½ tᵀα − Σ log Lᵢᵢ − n/2 log 2π   (R&W 2.30)
-    logp = -0.5 * t @ alpha - np.log(np.diagonal(L)).sum() - 0.5 * n * LOG_2PI
+    alpha, _ = lapack.dpotrs(U, t, lower=0)  # α = C⁻¹t
+    # log p(t) = −½ tᵀα − Σ log Uᵢᵢ − n/2 log 2π   (R&W 2.30)
+    logp = -0.5 * t @ alpha - np.log(np.diagonal(U)).sum() - 0.5 * n * LOG_2PI
+    C_inv = lapack.dpotri(U, lower=0, overwrite_c=1)[0].T  # C⁻¹'s lower triangle in C order, zeros above
     # ∂ log p / ∂K over K's lower triangle: 2G below the diagonal, G on it, G = ½(ααᵀ − C⁻¹)   (R&W 5.9)
-    d_K = np.tril(np.outer(alpha, alpha) - C_inv, -1)
-    d_K[np.diag_indices(n)] = 0.5 * (alpha * alpha - np.diagonal(C_inv))
+    on_diagonal = 0.5 * (alpha * alpha - np.diagonal(C_inv))
+    d_K = np.tril(np.subtract(np.multiply.outer(alpha, alpha), C_inv, out=C_inv), -1)
+    d_K[np.diag_indices(n)] = on_diagonal
     if step > 0.0:  # jitter = step · mean(diag C): ∂jitter/∂Cᵢᵢ = step/n
         d_K[np.diag_indices(n)] += np.trace(d_K) * step / n
     return logp, d_K, -alpha, jitter  # ∂ log p / ∂t = −C⁻¹t

@@ -206,9 +206,8 @@ class _Objective:
         natural = pt.concatenate(natural) if natural else pt.zeros(0)
         [logp, grad, natural], z = join_nonshared_inputs(self.point, [logp, grad, natural], self.value_vars)
         self._value_and_grad = compiled_graph([z], [logp, grad], **({"mode": NUMPY} if n_data <= NUMPY_MAX_N else {}))
-        # vectorize: one batched graph instead of a Scan over rows; evaluated a few times per fit: numpy
-        jac = pytensor.gradient.jacobian(natural, z, vectorize=True)
-        self._natural = compiled_graph([z], [natural, jac], mode=NUMPY)
+        self._z, self._natural_values = z, natural
+        self._natural = compiled_graph([z], [natural], mode=NUMPY)  # evaluated a few times per fit: numpy
         self.sizes = [int(np.size(self.point[v.name])) for v in self.value_vars]
         shapes = model.eval_rv_shapes()
         self.natural_shapes = {rv.name: tuple(shapes[rv.name]) for rv in model.free_RVs}
@@ -216,6 +215,7 @@ class _Objective:
             [np.full(s, model.rvs_to_transforms[model.values_to_rvs[v]] is not None) for v, s in zip(self.value_vars, self.sizes)]
         )
         self.n_evaluations = 0
+        self._jacobian = None
         self._recent: OrderedDict = OrderedDict()  # z's bytes → (f, g) of the latest evaluations
 
     def flat(self, point: dict) -> np.ndarray:
@@ -239,7 +239,7 @@ class _Objective:
 
     def params(self, z) -> dict:
         """Natural-scale values of the free random variables at z."""
-        values, _ = self._natural(z)
+        [values] = self._natural(z)
         out, i = {}, 0
         for rv in self.model.free_RVs:
             shape = self.natural_shapes[rv.name]
@@ -250,7 +250,11 @@ class _Objective:
         return out
 
     def natural_jacobian(self, z) -> np.ndarray:
-        return np.asarray(self._natural(z)[1])
+        """∂θ/∂z (natural values by unconstrained coordinates), built when first asked for (by the Laplace approximation)."""
+        if self._jacobian is None:  # vectorize: one batched graph instead of a Scan over rows
+            jac = pytensor.gradient.jacobian(self._natural_values, self._z, vectorize=True)
+            self._jacobian = compiled_graph([self._z], [jac], mode=NUMPY)
+        return np.asarray(self._jacobian(z)[0])
 
     def coordinate_owner(self) -> list[str]:
         return [self.model.values_to_rvs[v].name for v, s in zip(self.value_vars, self.sizes) for _ in range(s)]
