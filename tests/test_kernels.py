@@ -182,6 +182,19 @@ def test_lower_triangle_of_stationary_kernels_is_the_full_matrix_to_the_bit(kern
     np.testing.assert_array_equal(lower, np.tril(full))
 
 
+def test_lower_pairs_are_numpys_tril_indices_in_order():
+    """The pairs i ≥ j that `lower_triangle` evaluates, row by row, for empty, tiny and larger n (numpy mode: no compile)."""
+    from bayeskern.kernels.base import _lower_pairs
+
+    n = pt.lscalar("n")
+    pairs = numpy_function([n], list(_lower_pairs(n)))
+    for size in (0, 1, 2, 7, 64):
+        rows, cols = pairs(size)
+        expected_rows, expected_cols = np.tril_indices(size)
+        np.testing.assert_array_equal(rows, expected_rows)
+        np.testing.assert_array_equal(cols, expected_cols)
+
+
 def test_lower_triangle_gradient_matches_finite_differences():
     """∂/∂θ Σᵢ≥ⱼ Wᵢⱼ Kᵢⱼ through the pairs (every leaf with its own pair form) against central differences
     (step 1e-6: truncation O(h²) ≈ 1e-12 and round-off ε/h ≈ 1e-10, so rtol 1e-6 leaves a wide margin)."""
