@@ -50,13 +50,14 @@ CURVATURE_PAIRS = 10
 STOP_GRAD, ROUND_OFF_GAIN, STOP_GAIN = 1e-4, 1e-11, 1e-8
 #: a line search that has spent STALLED_SEARCH evaluations without an acceptable point, from an iterate that already
 #: meets the rule of `converged`, ends the run there: on the round-off floor of the objective L-BFGS-B's line searches
-#: otherwise spend their 20 evaluations on noise, twice (measured on the 11-parameter additive kernel: 45 of 152
-#: evaluations, gaining 2e-9 nats); away from it a line search takes 1–3
+#: otherwise spend their 20 evaluations on noise, twice (measured on the 11-parameter additive kernel: 152
+#: evaluations, 38 of them ended by this rule, gaining 2e-9 nats); away from it a line search takes 1–3
 STALLED_SEARCH = 4
-#: up to this many data points (rows one evaluation passes over) the objective runs in numpy (`_compile.NUMPY`: no compilation, ~0.3 s
-#: of graph rewriting instead of Numba's 5–20 s on a new machine). Measured per evaluation of the
-#: 11-parameter additive kernel, numpy vs Numba: n = 200 12.7 vs 6.2 ms, n = 500 74 vs 68 ms,
-#: n = 1000 235 vs 286 ms, n = 2000 1059 vs 1201 ms (LAPACK and whole-array passes dominate)
+#: up to this many data points (rows one evaluation passes over) the objective runs in numpy (`_compile.NUMPY`: no
+#: compilation, ~0.3–1 s of graph rewriting instead of Numba's 5–30 s for a new structure on a new machine). Measured
+#: per evaluation of the 11-parameter additive kernel (2026-11-24, pair form, warm cache), numpy vs Numba: n = 200
+#: 18 vs 4.7 ms, n = 500 31–42 vs 24–28 ms, n = 1000 273 vs 214 ms, n = 2000 934 vs 875 ms; Numba's compile of that
+#: objective on an empty cache 30 s, against a whole numpy fit at n = 500 of 4–8 s
 NUMPY_MAX_N = 5000
 #: evaluations remembered by the objective: the optimum is asked for again after its run (the edge tests, the
 #: result), and a start checked for finiteness before its run is still remembered when fewer starts are drawn
