@@ -156,18 +156,22 @@ def _factor_scipy(K, noise_var: float, use_jitter: bool):
     positive number (then jitter is relative to 1 and does not depend on C). (None, 0.0, 0.0) if none works.
     """
     n = K.shape[0]
-    C = np.tril(K)  # C's lower triangle, from K's only (LAPACK's convention)
-    C[np.diag_indices(n)] += noise_var  # C = K + σ²I   (PRML 6.62)
+
+    def lower_C():  # C's lower triangle, from K's only (LAPACK's convention), zeros above
+        C = np.tril(K)
+        C[np.diag_indices(n)] += noise_var  # C = K + σ²I   (PRML 6.62)
+        return C
+
+    C = lower_C()
     scale = np.trace(C) / n if n else 0.0
     scale_from_C = bool(np.isfinite(scale) and scale > 0.0)
     scale = scale if scale_from_C else 1.0
     magnitude = np.abs(C)  # ‖C‖₁ for the condition estimate: the column sums of the symmetric C
     norm1 = (magnitude.sum(axis=0) + magnitude.sum(axis=1) - np.diagonal(magnitude)).max(initial=0.0)
     del magnitude
-    steps = [0.0] + (list(_JITTER_STEPS) if use_jitter else [])
-    for k, step in enumerate(steps):
+    for k, step in enumerate([0.0] + (list(_JITTER_STEPS) if use_jitter else [])):
         jitter = step * scale
-        A = C if k == len(steps) - 1 else C.copy()  # potrf overwrites its input; the last try may use C itself
+        A = C if k == 0 else lower_C()  # potrf overwrites its input: a retry (rare) builds C again
         A[np.diag_indices(n)] += jitter
         U, info = lapack.dpotrf(A.T, lower=0, clean=1, overwrite_a=1)
         d = np.diagonal(U)

@@ -284,12 +284,19 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
 
     last = {}  # the latest evaluation, which is the iterate L-BFGS-B reports to the callback
     iterates = []  # (z, gradient of −objective) at each iterate, for the curvature pairs
+    since_iterate = [0]  # evaluations since the latest iterate: the current line search's
+    searching_from_iterate = [False]  # the current line search starts at iterates[-1] (its gradient is known)
+    previous = [np.inf]  # −objective at the latest iterate
 
     def record(z, g_negative):
         if not iterates or not np.array_equal(iterates[-1][0], z):
             iterates.append((np.asarray(z), g_negative))
 
     def negative(z):
+        since_iterate[0] += 1
+        if since_iterate[0] > STALLED_SEARCH and searching_from_iterate[0]:
+            if _near_stationary(iterates[-1][1], _curvature_pairs(iterates), GAIN_TOL):
+                raise _StalledSearch
         f, g = objective(z)
         last["z"], last["g"] = np.array(z), g
         if not iterates and np.isfinite(f):  # the first evaluation is at the start z0: the first iterate
@@ -297,16 +304,6 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
         if not np.isfinite(f):  # C not positive definite here: a wall the line search backs away from
             return 1e300, np.zeros_like(z)
         return -f, -g
-
-    previous = [np.inf]
-    since_iterate = [0]  # evaluations since the latest iterate: the current line search's
-    iterate = {}  # the latest iterate (z, f, gradient of −objective), when its gradient is known
-
-    def negative_or_stalled(z):
-        since_iterate[0] += 1
-        if since_iterate[0] > STALLED_SEARCH and iterate and _near_stationary(iterate["g"], _curvature_pairs(iterates), GAIN_TOL):
-            raise _StalledSearch
-        return negative(z)
 
     def stop_at_round_off(intermediate_result):  # this parameter name makes SciPy pass f as well as x
         # L-BFGS-B's own tests (ftol, gtol) sit at the round-off floor of a sum of n log terms, where
@@ -317,11 +314,10 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
         f = intermediate_result.fun
         gain, previous[0] = previous[0] - f, f
         since_iterate[0] = 0
-        iterate.clear()
-        if not np.array_equal(last.get("z"), intermediate_result.x):
+        searching_from_iterate[0] = np.array_equal(last.get("z"), intermediate_result.x)
+        if not searching_from_iterate[0]:
             return
         record(last["z"], -last["g"])
-        iterate.update(z=last["z"], f=f, g=-last["g"])
         if gain > ROUND_OFF_GAIN * max(1.0, abs(f)):
             return
         if np.max(np.abs(last["g"]), initial=0.0) <= STOP_GRAD or _near_stationary(last["g"], _curvature_pairs(iterates), STOP_GAIN):
@@ -329,11 +325,12 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
 
     try:
         res = scipy.optimize.minimize(
-            negative_or_stalled, z0, jac=True, method="L-BFGS-B", callback=stop_at_round_off,
+            negative, z0, jac=True, method="L-BFGS-B", callback=stop_at_round_off,
             options={"maxiter": maxiter, "maxfun": 4 * maxiter, "ftol": 1e-13, "gtol": 1e-7},
         )
     except _StalledSearch:  # the latest iterate is the result, as after a line search that fails
-        res = scipy.optimize.OptimizeResult(x=iterate["z"], fun=iterate["f"], jac=iterate["g"], success=True, message="line search stalled")
+        z, g = iterates[-1]
+        res = scipy.optimize.OptimizeResult(x=z, fun=previous[0], jac=g, success=True, message="line search stalled")
     record(res.x, np.asarray(res.jac))
     res.curvature = _curvature_pairs(iterates)
     return res
