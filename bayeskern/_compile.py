@@ -46,12 +46,13 @@ def _inline_op_from_graph(fgraph, node):
 
 
 #: PyTensor's Python linker with FAST_RUN's rewrites except elemwise fusion (a fused loop would run
-#: element by element in Python), plus `_clip_by_ufuncs` and `_inline_op_from_graph`: every Op runs its numpy/SciPy `perform`, so
+#: element by element in Python; PyTensor 3.3.8 added a second fusion for Numba, `fuse_indexed_into_elemwise`, whose
+#: FusedElemwise ops made a numpy-mode fit at n = 500 run 20–40× slower), plus `_clip_by_ufuncs` and `_inline_op_from_graph`: every Op runs its numpy/SciPy `perform`, so
 #: compiling costs the rewrites alone (~0.3 s) where Numba needs seconds per new graph — for graphs
 #: evaluated too few times, or on arrays too small, for Numba's compilation to pay for itself
 NUMPY = Mode(
     linker="py",
-    optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion").register((in2out(_clip_by_ufuncs), 49.5), (in2out(_inline_op_from_graph), 0.5)),
+    optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion", "fuse_indexed_into_elemwise").register((in2out(_clip_by_ufuncs), 49.5), (in2out(_inline_op_from_graph), 0.5)),
 )
 
 _MAX_ENTRIES = 512
