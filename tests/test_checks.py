@@ -69,12 +69,14 @@ def test_primal_and_dual_ridge_agree_and_equal_the_gp_mean():
 
 
 def _twin_models(X, y, phi, scale_prior_blr, scale_prior_gp):
+    """The prior scales are data and the initial points fixed, so that two GP models of different prior scales are one
+    structure, whose sampler `bk.fit.mcmc` compiles once (nutpie's compile is most of this test's time)."""
     with pm.Model() as blr_model:
-        scale = pm.HalfNormal("scale", f64(scale_prior_blr))
+        scale = pm.HalfNormal("scale", pm.Data("scale_prior", f64(scale_prior_blr)), initval=f64(1.0))
         sigma = pm.HalfNormal("sigma", f64(0.5))
         bk.blr.likelihood("y", X, y, phi, prior_cov=scale, sigma=sigma, collapsed=True)
     with pm.Model() as gp_model:
-        scale = pm.HalfNormal("scale", f64(scale_prior_gp))
+        scale = pm.HalfNormal("scale", pm.Data("scale_prior", f64(scale_prior_gp)), initval=f64(1.0))
         sigma = pm.HalfNormal("sigma", f64(0.5))
         bk.gp.marginal_likelihood("y", X, y, K.FeatureKernel(phi, scale), sigma)
     return blr_model, gp_model
@@ -94,8 +96,9 @@ def test_sampling_level_agreement_and_a_prior_mismatch_caught():
 def test_random_fourier_features_converge_at_about_one_over_root_d():
     X, y = bk.datasets.sinusoid(30, 0.2, 5)
     result = bk.checks.rff_convergence(X, y, 0.2, np.linspace(0, 1, 11)[:, None], lengthscale=0.3,
-                                       n_features=(100, 400, 1600, 6400), seeds=range(4))
-    # Monte Carlo error of a kernel estimate ∝ D^(−½): the fitted slope within ±0.15 of −½
+                                       n_features=(50, 200, 800, 3200), seeds=range(8))
+    # Monte Carlo error of a kernel estimate ∝ D^(−½): the fitted slope within ±0.15 of −½ (measured −0.53 and −0.57 for
+    # the mean here; D up to 3200 over 8 seeds costs 8 s where up to 6400 over 4 seeds, the same span of D, cost 20 s)
     assert abs(result.kernel_slope + 0.5) < 0.15, result.to_dict()
     assert abs(result.mean_slope + 0.5) < 0.2, result.to_dict()
     assert result.kernel_error[-1] < result.kernel_error[0] / 4
