@@ -2,6 +2,8 @@
 
 import importlib
 
+from bayeskern import _numba_backend
+
 __all__ = ["approx", "blr", "checks", "datasets", "features", "fit", "gp", "kernels", "ntk", "smoothing"]
 __version__ = "0.1.0"
 
@@ -12,3 +14,6 @@ def __getattr__(name: str):
     if name in __all__:
         return importlib.import_module(f"bayeskern.{name}")
     raise AttributeError(f"module 'bayeskern' has no attribute {name!r}")
+
+
+_numba_backend.install()  # bayeskern's Numba implementations, registered when PyTensor's Numba dispatch is imported

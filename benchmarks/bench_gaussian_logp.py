@@ -14,7 +14,7 @@ import numpy as np
 import scipy.linalg
 from bench_gp_posterior import median_time
 
-from bayeskern._gaussian_logp import _logp_and_gradients
+from bayeskern._gaussian_logp_numba import _logp_and_gradients
 
 
 def median_ms(fn, repeats):

@@ -83,7 +83,8 @@ def test_numba_and_scipy_implementations_make_the_same_lapack_calls(n):
     """Both factorise C's lower triangle in C order as LAPACK's upper triangle ("U") in place, solve and invert
     from that factor: the gradients are the same to the bit; log p differs at most by the order of summing
     log Uᵢᵢ (numpy's pairwise sum vs a loop: a few ulps)."""
-    from bayeskern._gaussian_logp import _logp_and_gradients, _logp_and_gradients_scipy
+    from bayeskern._gaussian_logp import _logp_and_gradients_scipy
+    from bayeskern._gaussian_logp_numba import _logp_and_gradients
 
     rng = np.random.default_rng(n)
     A = rng.standard_normal((n, n))
@@ -101,7 +102,8 @@ def test_numba_and_scipy_implementations_agree_where_jitter_is_needed():
     jitter and give the same value and gradient, including ∂jitter/∂C. K has one eigenvalue −3e-6 (its
     mean diagonal is 1): the jitter ladder must climb to 1e-5, where cond(C + jitter·I) ≈ 1.4e5.
     (Where rcond(C) is within round-off of the n·ε threshold, the two estimates may decide differently.)"""
-    from bayeskern._gaussian_logp import _logp_and_gradients, _logp_and_gradients_scipy
+    from bayeskern._gaussian_logp import _logp_and_gradients_scipy
+    from bayeskern._gaussian_logp_numba import _logp_and_gradients
 
     n = 30
     rng = np.random.default_rng(1)

@@ -11,7 +11,7 @@ import bayeskern as bk
 
 PACKAGE = Path(bk.__file__).parent
 #: the Numba kernel of the marginal likelihood's Op is one loop nest over LAPACK calls: the one exception
-LONG_ALLOWED = {("_gaussian_logp.py", "_logp_and_gradients")}
+LONG_ALLOWED = {("_gaussian_logp_numba.py", "_logp_and_gradients")}
 
 
 def _functions():
@@ -63,3 +63,42 @@ def test_import_bayeskern_leaves_arviz_and_plotting_for_first_use():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+_NUMPY_MODE_FIT = """
+import sys, warnings
+import numpy as np, pymc as pm, bayeskern as bk
+warnings.simplefilter("error")  # nothing to warn about in a small fit
+X, y = bk.datasets.sinusoid(20, 0.2, 0)
+with pm.Model() as model:
+    amp, ls, s = pm.HalfNormal("amp", 2.0), pm.HalfNormal("ls", 3.0), pm.HalfNormal("s", 1.0)
+    bk.gp.marginal_likelihood("y", X, y, amp * bk.kernels.RBF(ls), s)
+fit = bk.fit.empirical_bayes(model, restarts=2, seed=0)
+assert fit.converged and "numba" not in sys.modules, "a numpy-mode fit imported Numba"
+"""
+
+_NUMBA_COMPILE = """
+import sys, warnings
+import numpy as np, pytensor, pytensor.tensor as pt
+{first}
+from bayeskern._gaussian_logp import gaussian_logp
+from bayeskern.approx._titsias import titsias_bound
+warnings.simplefilter("error")  # an Op without a Numba implementation would fall back to object mode, with a warning
+K, t = pt.dmatrix("K"), pt.dvector("t")
+f = pytensor.function([K, t], [gaussian_logp(K, t, 0.1), titsias_bound(K, K, pt.diagonal(K), t[:3], 0.2)], mode="NUMBA")
+logp, bound = f(np.eye(3), np.ones(3))
+assert abs(logp - (-1.5 * np.log(2 * np.pi * 1.1) - 1.5 / 1.1)) < 1e-12 and np.isfinite(bound)
+"""
+
+
+def test_a_numpy_mode_fit_imports_no_numba():
+    """Numba and PyTensor's Numba dispatch cost ~0.35 s of a small fit's process; a numpy-mode fit runs none of them."""
+    done = subprocess.run([sys.executable, "-c", _NUMPY_MODE_FIT], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_the_ops_numba_implementations_are_registered_whoever_imports_the_dispatch_first():
+    """bayeskern registers its Numba implementations when PyTensor's Numba dispatch is imported: before or after it."""
+    for first in ("import bayeskern", "import pytensor.link.numba.dispatch, bayeskern"):
+        done = subprocess.run([sys.executable, "-c", _NUMBA_COMPILE.format(first=first)], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (first, done.stderr[-3000:])

@@ -3,17 +3,14 @@
 F = log N(t | 0, Q + σ²I) − tr(K − Q)/(2σ²), Q = K_fu A K_uf, A = (K_uu + δI)⁻¹, δ = INDUCING_JITTER · mean diag K_uu.
 The gradient is written out (derivation in `_bound_and_gradients`) instead of differentiating the Cholesky
 factors symbolically: two O(nM²) products for the value, one for ∂F/∂K_uf. One function is both the Python
-linker's `perform` and, in object mode, PyTensor's Numba backend.
+linker's `perform` and, in object mode, PyTensor's Numba backend (registered by `bayeskern._numba_backend`).
 """
-
-import warnings
 
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from pytensor.link.numba.dispatch import basic as numba_basic
 
 from bayeskern._linalg import LOG_2PI
 
@@ -92,17 +89,6 @@ class TitsiasBound(Op):
         _, d_Kuu, d_Kuf, d_noise, d_t = outputs
         g = cotangents[0]
         return [g * d_Kuu, g * d_Kuf, -0.5 * g / inputs[4], g * d_t, g * d_noise]  # ∂F/∂ Σk(xᵢ, xᵢ) = −1/(2σ²)
-
-
-@numba_basic.register_funcify_default_op_cache_key(TitsiasBound)
-def _funcify_titsias_bound(op, node, **kwargs):
-    """PyTensor's Numba backend runs the numpy `perform` in object mode: BLAS and LAPACK do the O(nM²) and O(M³) work
-    either way, and compiling them with Numba cost ~37 s on an empty cache and ran slower (0.44 s against 0.34 s per
-    value and gradient of the bound at n = 20 000, M = 300, d = 5). PyTensor's fallback warns that it is taken: here
-    it is chosen, so that warning is not passed on."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Numba will use object mode", category=UserWarning)
-        return numba_basic.generate_fallback_impl(op, node, **kwargs), 3
 
 
 _TITSIAS_BOUND = TitsiasBound()
