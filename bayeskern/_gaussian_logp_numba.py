@@ -1,7 +1,7 @@
 """The Numba implementation of `GaussianLogp`: LAPACK called from Numba code, registered with PyTensor's Numba backend.
 
 Imported by `bayeskern._numba_backend` when PyTensor's Numba dispatch is first imported, not by `import bayeskern`:
-Numba's import costs a numpy-mode fit ~0.9 s of a 2.5 s process. Held to the SciPy implementation
+importing Numba cost the README's numpy-mode fit ~0.3 s of a 2.5 s process. Held to the SciPy implementation
 (`_gaussian_logp._logp_and_gradients_scipy`) to the bit by a test.
 """
 
@@ -50,15 +50,9 @@ _pocon = _lapack("pocon", (_i32p, _i32p, _f64p, _i32p, _f64p, _f64p, _f64p, _i32
 _potrs = _lapack("potrs", (_i32p, _i32p, _i32p, _f64p, _i32p, _f64p, _i32p, _i32p))
 
 
-@numba_basic.numba_njit(final_function=True, fastmath=False)  # callable from Python too; exact arithmetic
-def _logp_and_gradients(K, t, noise_var, use_jitter):
-    """log N(t | 0, C), C = K + noise_var·I, with ∂/∂K, ∂/∂t and the jitter added to C's diagonal.
-
-    Only K's lower triangle is read (LAPACK's convention), so K need not be symmetric to the bit.
-    A C that is not numerically positive definite gives (−inf, 0, 0, 0) — the sampler or optimiser
-    must step back — unless `use_jitter`, when the steps of `JITTER_STEPS` (relative to the mean
-    diagonal) are tried in turn and the one used is returned.
-    """
+@numba_basic.numba_njit(fastmath=False)
+def _scale_and_norm(K, noise_var):
+    """(mean diag C or 1.0, whether it came from C, ‖C‖₁) of C = K + noise_var·I from K's lower triangle."""
     n = K.shape[0]
     scale = 0.0
     for i in range(n):
@@ -75,15 +69,23 @@ def _logp_and_gradients(K, t, noise_var, use_jitter):
             row_sum[i] += a
             row_sum[j] += a
         row_sum[i] += abs(K[i, i] + noise_var)
-    norm1 = row_sum.max() if n > 0 else 0.0
+    return scale, scale_from_C, (row_sum.max() if n > 0 else 0.0)
+
+
+@numba_basic.numba_njit(fastmath=False)
+def _factor(K, noise_var, use_jitter, scale, norm1):
+    """(A, jitter, ok): C + jitter·I = UᵀU factorised in place in A, the first of 0 and the `JITTER_STEPS` (relative to
+    `scale`, with `use_jitter`) at which C is numerically positive definite; ok False if none is.
+
+    LAPACK reads a C-order array as its transpose: its upper triangle ("U") is the C-order lower triangle of A, which
+    holds C's lower triangle. C = UᵀU with Uᵢⱼ (i ≤ j) in A[j, i]: every result is read from A's lower triangle.
+    """
+    n = K.shape[0]
     anorm, rcond = np.empty(1), np.zeros(1)
     work, iwork = np.empty(3 * n), np.empty(n, dtype=np.int32)
     uplo, N, info = val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
     n_tries = 1 + (_JITTER_STEPS.shape[0] if use_jitter else 0)
     jitter, ok = 0.0, False
-    # LAPACK reads a C-order array as its transpose: its upper triangle ("U") is the C-order lower
-    # triangle of A, which holds C's lower triangle. C = UᵀU with Uᵢⱼ (i ≤ j) in A[j, i]: every result
-    # below is read from A's lower triangle
     A = np.empty((n, n))
     for attempt in range(n_tries):
         jitter = 0.0 if attempt == 0 else _JITTER_STEPS[attempt - 1] * scale
@@ -101,27 +103,52 @@ def _logp_and_gradients(K, t, noise_var, use_jitter):
             ok = rcond[0] > n * EPS  # the rule of _linalg.cholesky
         if ok:
             break
+    return A, jitter, ok
+
+
+@numba_basic.numba_njit(fastmath=False)
+def _gradient_over_inverse(A, alpha):
+    """∂ log p / ∂K written over A, which holds C⁻¹'s lower triangle (potri's output).
+
+    ∂ log p / ∂C = G = ½ (ααᵀ − C⁻¹)   (R&W 5.9). The Op reads K's lower triangle only, so its partial derivatives
+    are 2Gᵢⱼ below the diagonal (Kᵢⱼ stands for Kⱼᵢ too), Gᵢᵢ on it and 0 above; for a K(θ) symmetric by
+    construction they give the same ∂/∂θ as G. Row by row: (C⁻¹)ᵢⱼ is in A[i, j] for j ≤ i, read just before it
+    is overwritten; A[i, j] for j > i is never read.
+    """
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i):
+            A[i, j] = alpha[i] * alpha[j] - A[i, j]  # 2 · ½(αᵢαⱼ − (C⁻¹)ᵢⱼ)
+        A[i, i] = 0.5 * (alpha[i] * alpha[i] - A[i, i])
+        for j in range(i + 1, n):
+            A[i, j] = 0.0
+    return A
+
+
+@numba_basic.numba_njit(final_function=True, fastmath=False)  # callable from Python too; exact arithmetic
+def _logp_and_gradients(K, t, noise_var, use_jitter):
+    """log N(t | 0, C), C = K + noise_var·I, with ∂/∂K, ∂/∂t and the jitter added to C's diagonal.
+
+    Only K's lower triangle is read (LAPACK's convention), so K need not be symmetric to the bit.
+    A C that is not numerically positive definite gives (−inf, 0, 0, 0) — the sampler or optimiser
+    must step back — unless `use_jitter`, when the steps of `JITTER_STEPS` (relative to the mean
+    diagonal) are tried in turn and the one used is returned.
+    """
+    n = K.shape[0]
+    scale, scale_from_C, norm1 = _scale_and_norm(K, noise_var)
+    A, jitter, ok = _factor(K, noise_var, use_jitter, scale, norm1)
     if not ok:
         return -np.inf, np.zeros((n, n)), np.zeros(n), 0.0
     log_det_half = 0.0
     for i in range(n):
         log_det_half += np.log(A[i, i])  # Σ log Uᵢᵢ = ½ log|C|
+    uplo, N, info = val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
     alpha = t.copy()
     _potrs(uplo, N, val_to_int_ptr(np.int32(1)), A.ctypes, N, alpha.ctypes, N, info)  # α = C⁻¹t
     _potri(uplo, N, A.ctypes, N, info)  # C⁻¹ from its factor, into A's lower triangle
     # log p(t) = −½ tᵀα − Σ log Lᵢᵢ − n/2 log 2π   (R&W 2.30)
     logp = -0.5 * np.dot(t, alpha) - log_det_half - 0.5 * n * LOG_2PI
-    # ∂ log p / ∂C = G = ½ (ααᵀ − C⁻¹)   (R&W 5.9). The Op reads K's lower triangle only, so its partial
-    # derivatives are 2Gᵢⱼ below the diagonal (Kᵢⱼ stands for Kⱼᵢ too), Gᵢᵢ on it and 0 above; for a
-    # K(θ) symmetric by construction they give the same ∂/∂θ as G. Written over A row by row: (C⁻¹)ᵢⱼ
-    # is in A[i, j] for j ≤ i, read just before it is overwritten; A[i, j] for j > i is never read
-    d_K = A
-    for i in range(n):
-        for j in range(i):
-            d_K[i, j] = alpha[i] * alpha[j] - A[i, j]  # 2 · ½(αᵢαⱼ − (C⁻¹)ᵢⱼ)
-        d_K[i, i] = 0.5 * (alpha[i] * alpha[i] - A[i, i])
-        for j in range(i + 1, n):
-            d_K[i, j] = 0.0
+    d_K = _gradient_over_inverse(A, alpha)
     if jitter > 0.0 and scale_from_C:
         # the jitter is step · mean(diag C), itself a function of C: ∂jitter/∂Cᵢᵢ = step/n, so every
         # diagonal entry gains (step/n) · tr(∂ log p/∂(C + jitter·I))
@@ -143,4 +170,4 @@ def _funcify_gaussian_logp(op, node, **kwargs):
         logp, d_K, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
         return np.asarray(logp), d_K, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 10  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
+    return gaussian_logp, 11  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk

@@ -3,7 +3,7 @@
 F = log N(t | 0, Q + σ²I) − tr(K − Q)/(2σ²), Q = K_fu A K_uf, A = (K_uu + δI)⁻¹, δ = INDUCING_JITTER · mean diag K_uu.
 The gradient is written out (derivation in `_bound_and_gradients`) instead of differentiating the Cholesky
 factors symbolically: two O(nM²) products for the value, one for ∂F/∂K_uf. One function is both the Python
-linker's `perform` and, in object mode, PyTensor's Numba backend (registered by `bayeskern._numba_backend`).
+linker's `perform` and, in object mode, PyTensor's Numba backend (`_titsias_numba`).
 """
 
 import numpy as np
