@@ -278,3 +278,24 @@ def test_two_specs_of_one_name_are_refused_before_anything_runs(spec_path, tmp_p
     for client in (None, object()):  # one after another, or as tasks (a stand-in client: never reached)
         with pytest.raises(ValueError, match="are both named 'fanout'.*reports/fanout/"):
             batch.run([spec_path, twin], client)
+
+
+def test_a_ctrl_c_whose_keyboard_interrupt_was_swallowed_still_stops_the_run():
+    """Python prints and ignores an exception raised in a gc callback or `__del__` (distributed installs gc callbacks):
+    a Ctrl-C landing there is lost as KeyboardInterrupt. While a cluster is connected it is remembered all the same."""
+    swallowed = []
+    with batch._ctrl_c_remembered():
+        batch._raise_a_lost_ctrl_c()  # nothing received: nothing raised
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: swallowed.append(signum))  # stands in for the swallower
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            deadline = time.monotonic() + 5
+            while not swallowed and time.monotonic() < deadline:
+                time.sleep(0.01)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        assert swallowed
+        with pytest.raises(KeyboardInterrupt):
+            batch._raise_a_lost_ctrl_c()
+        batch._raise_a_lost_ctrl_c()  # once only
+    assert signal.set_wakeup_fd(-1) == -1  # the wake-up fd was handed back
