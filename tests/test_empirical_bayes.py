@@ -503,3 +503,26 @@ def test_unaligned_data_fit_as_their_aligned_copies():
     assert fits[1].log_marginal_likelihood == fits[0].log_marginal_likelihood  # the same numbers: same inputs, same code
     assert fits[1].params.keys() == fits[0].params.keys()
     assert all(np.array_equal(fits[1].params[k], fits[0].params[k]) for k in fits[0].params)
+
+
+def test_the_starts_drawn_from_the_priors_are_pymcs_prior_draws():
+    """`_prior_draws` compiles PyMC's prior initial-point expression on the NUMPY mode: for every seed the same numbers,
+    bit for bit, as `make_initial_point_fn(overrides="prior")` on PyMC's FAST_COMPILE (HalfNormal through scipy.stats)."""
+    from pymc.initial_point import make_initial_point_fn
+
+    from bayeskern.fit.empirical_bayes import _prior_draws
+
+    with pm.Model() as model:
+        pm.HalfNormal("amp", 5.0, shape=4)
+        pm.HalfNormal("s", sigma=np.array([1.0, 2.0, 3.0]))
+        pm.Gamma("ls", 2.0, 1.0)
+        pm.InverseGamma("v", 3.0, 2.0)
+        pm.LogNormal("c", 0.0, 1.0, shape=2)
+        pm.Uniform("u", 0.0, 3.0)
+    reference = make_initial_point_fn(model=model, overrides={rv: "prior" for rv in model.free_RVs}, return_transformed=True)
+    ours = _prior_draws(model)
+    for seed in range(30):
+        got, want = ours(seed), reference(seed)
+        assert list(got) == list(want)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name])

@@ -156,6 +156,28 @@ def test_the_numpy_mode_clips_by_ufuncs_with_the_same_numbers():
         np.testing.assert_array_equal(got, np.clip(values, lo, hi))  # NaN stays NaN, bit for bit otherwise
 
 
+@pytest.mark.parametrize("loc, scale, size", [(0.0, 2.0, None), (np.array([0.0, 1.0]), np.array([[1.0], [2.0], [3.0]]), None), (0.5, np.array([1.0, 4.0]), (5, 2))])
+def test_the_numpy_mode_draws_halfnormals_as_scipy_does_without_scipy_stats(loc, scale, size):
+    """HalfNormal draws on the NUMPY mode are μ + σ·|normal(0, 1)| from numpy's Generator: bit for bit
+    `scipy.stats.halfnorm.rvs` from the same generator (its definition, μ + σ·|standard_normal|), and the next draw too."""
+    import scipy.stats
+    from pytensor.compile.builders import OpFromGraph
+    from pytensor.tensor.random.basic import HalfNormalRV
+
+    from bayeskern._compile import NUMPY
+
+    rng = pytensor.shared(np.random.default_rng(0))
+    next_rng, draw = pt.random.halfnormal(loc, scale, size=size, rng=rng, return_next_rng=True)
+    with numpy_mode():
+        f = pytensor.function([], draw, mode=NUMPY, updates={rng: next_rng})
+    ops = [n.op for n in f.maker.fgraph.apply_nodes]
+    ops += [m.op for op in ops if isinstance(op, OpFromGraph) for m in op.fgraph.apply_nodes]  # a draw wrapped with its core shape
+    assert ops and not [op for op in ops if isinstance(op, HalfNormalRV)]
+    reference = np.random.default_rng(0)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(), scipy.stats.halfnorm.rvs(loc, scale, size=size, random_state=reference))
+
+
 def test_the_numpy_mode_runs_no_fused_loop():
     """A fused elemwise loop (Composite, or PyTensor 3.3.8's FusedElemwise/scalarized OpFromGraphs for Numba) runs per
     element in Python on the Python linker: a numpy-mode EB fit at n = 500 took 24 s instead of 1 s with them."""

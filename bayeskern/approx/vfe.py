@@ -16,7 +16,6 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.builders import OpFromGraph
 from pytensor.tensor.linalg import cholesky, solve_triangular
-from scipy.cluster.vq import kmeans2
 
 from bayeskern._linalg import exact_cholesky, solve_lower
 from bayeskern._validation import as_inputs, as_targets, check_integer, check_kernel, check_name, check_sigma, is_symbolic, numerical_failure, same_columns
@@ -152,6 +151,8 @@ class VFE:
         M = self.n_inducing or DEFAULT_N_INDUCING
         if len(X) <= M:
             return X.copy()
+        from scipy.cluster.vq import kmeans2  # here, not at the top: importing scipy.cluster costs every GP fit ~0.05 s
+
         rng = np.random.default_rng(self.seed)
         points = X[rng.choice(len(X), KMEANS_POINTS_PER_CENTER * M, replace=False)] if len(X) > KMEANS_POINTS_PER_CENTER * M else X
         with warnings.catch_warnings():
