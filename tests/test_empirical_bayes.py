@@ -329,6 +329,7 @@ class _NoisyQuadratic:
     def __init__(self, H, grad_noise: float, seed: int):
         self.H, self.grad_noise, self.rng, self.calls = H, grad_noise, np.random.default_rng(seed), 0
         self.Z_STAR = np.array([0.3, -1.0, 2.0])[: len(H)]
+        self.transformed = np.zeros(len(H), dtype=bool)  # coordinates on the real line: none has an edge
 
     def __call__(self, z):
         self.calls += 1
@@ -392,10 +393,53 @@ def test_the_ridge_stop_does_not_fire_in_a_direction_the_run_has_not_explored():
     assert ours.gain_left(res.x) <= eb_module.GAIN_TOL, (res.x, ours.calls)
 
 
+class _ExponentialTail:
+    """f(z) = 10 − ½(z₀ − 0.5)² − c·e^{z₁}: z₁, a log scale, rises towards its edge z₁ → −∞, where f → 10; from any
+    z the gain still to make is c·e^{z₁} = |∂f/∂z₁| (the tail of a scale such as θ2 of the sum kernel running to 0)."""
+
+    transformed = np.array([False, True])
+
+    def __init__(self, c: float = 3.0):
+        self.c, self.calls = c, 0
+
+    def __call__(self, z):
+        self.calls += 1
+        tail = self.c * np.exp(z[1])
+        return 10.0 - 0.5 * (z[0] - 0.5) ** 2 - tail, np.array([0.5 - z[0], -tail])
+
+
+def test_a_run_stops_once_the_scales_running_to_their_edges_have_at_most_edge_gain_left(monkeypatch):
+    """The tail of a scale running to 0 halves the gap per iteration or so: once such coordinates (past AT_BOUND_Z,
+    rising outwards) have ≤ EDGE_GAIN left between them and the rest is stationary, the run stops — within EDGE_GAIN
+    of the supremum, with fewer calls than following the tail to the round-off floor (EDGE_GAIN = 0)."""
+    import importlib
+
+    eb_module = importlib.import_module("bayeskern.fit.empirical_bayes")
+    ours = _ExponentialTail()
+    res = eb_module._maximise(ours, np.array([0.0, 0.0]), maxiter=500)
+    assert "StopIteration" in res.message and res.x[1] <= -eb_module.AT_BOUND_Z
+    assert 10.0 - (-res.fun) <= eb_module.EDGE_GAIN and abs(res.x[0] - 0.5) <= 1e-4
+    monkeypatch.setattr(eb_module, "EDGE_GAIN", 0.0)
+    chasing = _ExponentialTail()
+    far = eb_module._maximise(chasing, np.array([0.0, 0.0]), maxiter=500)
+    assert far.x[1] < res.x[1] and ours.calls < chasing.calls
+
+
+def test_the_edge_stop_waits_while_the_tail_holds_more_than_edge_gain(monkeypatch):
+    """The same tail 10⁸ times steeper: at z₁ = −AT_BOUND_Z it still holds ~10⁵ nats; the run goes on until ≤ EDGE_GAIN."""
+    import importlib
+
+    eb_module = importlib.import_module("bayeskern.fit.empirical_bayes")
+    steep = _ExponentialTail(c=3e8)
+    res = eb_module._maximise(steep, np.array([0.0, 0.0]), maxiter=500)
+    assert steep.c * np.exp(res.x[1]) <= eb_module.EDGE_GAIN and res.x[1] < -eb_module.AT_BOUND_Z - 15
+
+
 class _QuantisedQuadratic:
     """f(z) = −½zᵀHz known only on a grid of `step` (its round-off floor), with the exact gradient; counts calls."""
 
     H = np.diag([0.01, 1.0, 100.0])
+    transformed = np.zeros(3, dtype=bool)
 
     def __init__(self, step: float):
         self.step, self.calls = step, 0
