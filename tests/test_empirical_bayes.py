@@ -323,6 +323,48 @@ def test_models_of_one_structure_share_one_compiled_objective_and_keep_their_own
     np.testing.assert_allclose(mine(z)[0] - theirs(z)[0], expected, rtol=1e-10)
 
 
+def test_what_depends_on_the_data_alone_is_computed_once_per_data(monkeypatch):
+    """The objective computes its data-only part (the pairs of points, the inputs gathered at them, their differences)
+    once per data set, not at every evaluation: its compiled per-evaluation graph holds none of it, its numbers are
+    the numpy reference's, new data (a shared variable set anew) are noticed, and beyond HOIST_MAX_BYTES nothing is
+    kept (recomputed at each call, the same numbers)."""
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.traversal import graph_inputs
+    from pytensor.tensor.extra_ops import Repeat
+
+    from bayeskern import _compile
+    from bayeskern.fit.empirical_bayes import _Objective
+
+    stored = []
+    store = _compile._DataValues.store
+    monkeypatch.setattr(_compile._DataValues, "store", lambda self, data, values: (stored.append(1), store(self, data, values)))
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-2, 2, (25, 1))
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.standard_normal(25)
+    model = _rbf_model(X, y)
+    objective = _Objective(model, model.observed_RVs[0], include_prior=False)
+    assert not [n for n in objective._value_and_grad.function.maker.fgraph.apply_nodes if isinstance(n.op, Repeat)]
+
+    def reference(z, y):  # the numpy LML at z (log amp, log ls, log s)
+        amp, ls, s = np.exp(z)
+        Kx = amp * ref.rbf(X, X, ls)
+        return ref.gp_posterior(Kx, Kx[:, :1], Kx[:1, :1], y, s)[2]
+
+    zs = [np.array([np.log(0.8), np.log(0.6), np.log(0.3)]) + 0.1 * k for k in range(5)]
+    for z in zs:  # the compiled graph itself (the objective's memory of recent points would answer a repeat)
+        np.testing.assert_allclose(objective._value_and_grad(z)[0], reference(z, y), rtol=1e-11)
+    assert len(stored) == 1
+    (y_data,) = [v for v in graph_inputs([model.logp()]) if isinstance(v, SharedVariable) and np.shape(v.get_value()) == y.shape]
+    y_data.set_value(y + 0.5)
+    np.testing.assert_allclose(objective._value_and_grad(zs[0])[0], reference(zs[0], y + 0.5), rtol=1e-11)
+    assert len(stored) == 2
+    monkeypatch.setattr(_compile, "HOIST_MAX_BYTES", 0)
+    objective._value_and_grad.forget()
+    for z in zs[:3]:
+        np.testing.assert_allclose(objective._value_and_grad(z)[0], reference(z, y + 0.5), rtol=1e-11)
+    assert len(stored) == 5
+
+
 class _NoisyQuadratic:
     """f(z) = 100 − ½(z − z*)ᵀH(z − z*) and its gradient with relative noise 1e-12 in f and `grad_noise` in g; counts calls."""
 

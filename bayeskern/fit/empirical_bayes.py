@@ -213,7 +213,7 @@ class _Objective:
         natural = [pt.as_tensor_variable(v).ravel() for v in model.replace_rvs_by_values(model.free_RVs)]
         natural = pt.concatenate(natural) if natural else pt.zeros(0)
         [logp, grad, natural], z = join_nonshared_inputs(self.point, [logp, grad, natural], self.value_vars)
-        self._value_and_grad = compiled_graph([z], [logp, grad], **({"mode": NUMPY} if n_data <= NUMPY_MAX_N else {}))
+        self._value_and_grad = compiled_graph([z], [logp, grad], hoist=True, **({"mode": NUMPY} if n_data <= NUMPY_MAX_N else {}))
         self._z, self._natural_values = z, natural
         self._natural = compiled_graph([z], [natural], mode=NUMPY)  # evaluated a few times per fit: numpy
         self.sizes = [int(np.size(self.point[v.name])) for v in self.value_vars]
@@ -242,8 +242,10 @@ class _Objective:
         return f, g.copy()
 
     def forget(self) -> None:
-        """Drop the remembered evaluations (after the data or approximation behind the objective changed)."""
+        """Drop the remembered evaluations and what was computed from the data alone (after the data or approximation
+        behind the objective changed, or once the fit is done)."""
         self._recent.clear()
+        self._value_and_grad.forget()
 
     def params(self, z) -> dict:
         """Natural-scale values of the free random variables at z."""
@@ -531,6 +533,7 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
     runs = _optimise(model, objective, restarts, seed, maxiter)
     runs, plug_in = _refine(obs, objective, plug_in, runs, maxiter)
     result = _result(objective, plug_in, runs, include_prior, time_started=started, compile_seconds=compile_seconds)
+    objective.forget()  # the result keeps the objective for its Laplace approximation, not the values of its data
     _warn(result)
     return result
 
