@@ -242,9 +242,11 @@ class _Hoisted:
         inputs, stand_ins, outputs = graph.inputs[: len(inputs)], graph.inputs[len(inputs):], graph.outputs
         reads = _data_only_reads(inputs, outputs)
         stand_ins_for_reads = [v.type() for v in reads]
-        options = dict(options, on_unused_input="ignore")
-        self.data_part = _function(stand_ins, reads, **options)
-        self.main = _function(inputs + stand_ins_for_reads + stand_ins, graph_replace(outputs, dict(zip(reads, stand_ins_for_reads)), strict=False), **options)
+        # the data-only part runs once per data set: in numpy (`NUMPY`) whatever the rest is compiled with, so that an
+        # objective on Numba compiles one function, not two (a Numba compilation of a new graph costs seconds)
+        self.data_part = _function(stand_ins, reads, mode=NUMPY, on_unused_input="ignore")
+        self.main = _function(inputs + stand_ins_for_reads + stand_ins, graph_replace(outputs, dict(zip(reads, stand_ins_for_reads)), strict=False),
+                              **dict(options, on_unused_input="ignore"))
 
     def __call__(self, values, data: list, kept: "_DataValues"):
         computed = kept.lookup(data)
