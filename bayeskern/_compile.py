@@ -47,13 +47,15 @@ def _clip_by_ufuncs(fgraph, node):
 def _halfnormal_from_numpy(fgraph, node):
     """halfnormal(μ, σ) as μ + σ·|normal(0, 1)|, drawn by numpy's Generator: the same numbers from the same generator.
 
-    PyTensor's HalfNormalRV draws with `scipy.stats.halfnorm.rvs` (μ + σ·|standard_normal|), which imports
-    scipy.stats on first use: ~0.3 s, the largest part of drawing a fit's prior starts.
+    PyTensor's HalfNormalRV draws with `scipy.stats.halfnorm.rvs` (μ + σ·|standard_normal|, in float64, cast once),
+    which imports scipy.stats on first use: ~0.3 s, the largest part of drawing a fit's prior starts. For σ > 0, the
+    support PyMC's HalfNormal allows; SciPy draws nothing where every σ is 0 and raises for σ < 0.
     """
     rng, size, loc, scale = node.inputs
     shape = size if not isinstance(size.type, NoneTypeT) else pt.broadcast_shape(loc, scale, arrays_are_shapes=False)
-    next_rng, z = normal(0.0, 1.0, size=shape, rng=rng, dtype=node.outputs[1].dtype, return_next_rng=True)
-    return [next_rng, (loc + scale * pt.abs(z)).astype(node.outputs[1].dtype)]
+    next_rng, z = normal(0.0, 1.0, size=shape, rng=rng, dtype="float64", return_next_rng=True)
+    draw = pt.cast(loc, "float64") + pt.cast(scale, "float64") * pt.abs(z)
+    return [next_rng, draw.astype(node.outputs[1].dtype)]
 
 
 @node_rewriter([OpFromGraph])
@@ -188,11 +190,12 @@ def compiled_graph(inputs: list, outputs: list, hoist: bool = False, **options) 
     function as `.function`; calls of one compiled function are serialised across threads.
 
     `hoist`: compute what depends on the data alone once per data (`_Hoisted`), for a function called many times
-    with new `inputs` on the same data — an objective over the hyperparameters. The callable then also has `.forget()`,
-    which drops those values.
+    with new `inputs` on the same data — an objective over the hyperparameters (not for a graph that draws random
+    numbers: its generators' states are not data). The callable's `.forget()` drops those values.
     """
     shared, stand_ins, outputs = data_stand_ins(outputs)
     all_inputs = list(inputs) + stand_ins
+    hoist = hoist and not any(isinstance(v, SharedVariable) for v in graph_inputs(outputs))  # a generator's state is no data
     key = dict(options, hoist=hoist)
     with _GRAPHS_LOCK:
         for k in range(len(_GRAPHS) - 1, -1, -1):
@@ -219,12 +222,13 @@ def compiled_graph(inputs: list, outputs: list, hoist: bool = False, **options) 
         with lock:  # a compiled function holds its own storage: one call at a time across threads
             return fn(*values, *(v.get_value(borrow=True) for v in shared))
 
-    call.function = fn
+    call.function, call.forget = fn, lambda: None
     return call
 
 
 #: the most `_Hoisted` keeps per data: its values grow as the pairs of points (5 MB at n = 500 for the sum kernel,
-#: 80 MB at n = 2000); beyond, they are recomputed at each call, as without hoisting
+#: 80 MB at n = 2000); beyond, they are recomputed at each call (the cost of the unsplit function), and not copied.
+#: The data themselves are kept too (a copy, to notice a change made in place): O(n·d), small beside them
 HOIST_MAX_BYTES = 64 * 2**20
 
 
@@ -233,7 +237,8 @@ class _Hoisted:
     that a computation depending on the per-call inputs reads; `main` computes the outputs from the inputs, those values
     and the data. PyTensor evaluates every node at every call: the pairs of points, the inputs gathered at them and
     their differences would be recomputed at each evaluation of a likelihood, although only the hyperparameters change
-    (measured: 3.2 of 15 ms per evaluation of the sum kernel at n = 500). The outputs are the whole function's, bit for bit.
+    (measured: 3.2 of 15 ms per evaluation of the sum kernel at n = 500). The outputs are the whole function's to
+    round-off (the two parts are rewritten apart: the EB objective's values bit-equal, its gradient to the last bits).
     """
 
     def __init__(self, inputs: list, stand_ins: list, outputs: list, options: dict):
@@ -251,8 +256,10 @@ class _Hoisted:
     def __call__(self, values, data: list, kept: "_DataValues"):
         computed = kept.lookup(data)
         if computed is None:
-            computed = [np.array(v) for v in self.data_part(*data)]  # a copy: the compiled function may reuse its output
-            kept.store(data, computed)
+            computed = self.data_part(*data)
+            if kept.keeps(data, computed):
+                computed = [np.array(v) for v in computed]  # a copy: the compiled function may reuse its output
+                kept.store(data, computed)
         return self.main(*values, *computed, *data)
 
 
@@ -283,6 +290,10 @@ class _DataValues:
             np.shape(a) == np.shape(b) and np.array_equal(a, b, equal_nan=np.asarray(a).dtype.kind in "fc") for a, b in zip(self.data, data))
         return self.values if same else None
 
+    @staticmethod
+    def keeps(data: list, values: list) -> bool:
+        """Whether these values are kept: dense data (compared by value) and values within HOIST_MAX_BYTES."""
+        return all(isinstance(a, np.ndarray) for a in data) and sum(np.asarray(v).nbytes for v in values) <= HOIST_MAX_BYTES
+
     def store(self, data: list, values: list) -> None:
-        if sum(v.nbytes for v in values) <= HOIST_MAX_BYTES:
-            self.data, self.values = [np.array(a) for a in data], values
+        self.data, self.values = [np.array(a) for a in data], values

@@ -335,9 +335,10 @@ def test_what_depends_on_the_data_alone_is_computed_once_per_data(monkeypatch):
     from bayeskern import _compile
     from bayeskern.fit.empirical_bayes import _Objective
 
-    stored = []
-    store = _compile._DataValues.store
+    stored, computed = [], []  # data-only values kept; data-only parts run
+    store, keeps = _compile._DataValues.store, _compile._DataValues.keeps
     monkeypatch.setattr(_compile._DataValues, "store", lambda self, data, values: (stored.append(1), store(self, data, values)))
+    monkeypatch.setattr(_compile._DataValues, "keeps", staticmethod(lambda data, values: (computed.append(1), keeps(data, values))[1]))
     rng = np.random.default_rng(5)
     X = rng.uniform(-2, 2, (25, 1))
     y = np.sin(3 * X[:, 0]) + 0.1 * rng.standard_normal(25)
@@ -350,19 +351,29 @@ def test_what_depends_on_the_data_alone_is_computed_once_per_data(monkeypatch):
         Kx = amp * ref.rbf(X, X, ls)
         return ref.gp_posterior(Kx, Kx[:, :1], Kx[:1, :1], y, s)[2]
 
+    def reference_gradient(z, y, h=1e-6):  # central differences of the numpy LML: truncation ~1e-12, round-off ~1e-10 / h
+        return np.array([(reference(z + h * e, y) - reference(z - h * e, y)) / (2 * h) for e in np.eye(3)])
+
     zs = [np.array([np.log(0.8), np.log(0.6), np.log(0.3)]) + 0.1 * k for k in range(5)]
     for z in zs:  # the compiled graph itself (the objective's memory of recent points would answer a repeat)
-        np.testing.assert_allclose(objective._value_and_grad(z)[0], reference(z, y), rtol=1e-11)
-    assert len(stored) == 1
+        value, gradient = objective._value_and_grad(z)
+        np.testing.assert_allclose(value, reference(z, y), rtol=1e-11)
+        np.testing.assert_allclose(gradient, reference_gradient(z, y), rtol=1e-6, atol=1e-6)
+    assert len(stored) == len(computed) == 1
     (y_data,) = [v for v in graph_inputs([model.logp()]) if isinstance(v, SharedVariable) and np.shape(v.get_value()) == y.shape]
-    y_data.set_value(y + 0.5)
+    y_data.set_value(y + 0.5)  # new data: a new array
     np.testing.assert_allclose(objective._value_and_grad(zs[0])[0], reference(zs[0], y + 0.5), rtol=1e-11)
-    assert len(stored) == 2
+    assert len(stored) == len(computed) == 2
+    (X_data,) = [v for v in graph_inputs([model.logp()]) if isinstance(v, SharedVariable) and np.shape(v.get_value()) == X.shape]
+    X_data.get_value(borrow=True)[:] *= 1.5  # new data in place: the same array, other values
+    X = X_data.get_value()  # what the reference reads too
+    np.testing.assert_allclose(objective._value_and_grad(zs[0])[0], reference(zs[0], y + 0.5), rtol=1e-11)
+    assert len(stored) == len(computed) == 3
     monkeypatch.setattr(_compile, "HOIST_MAX_BYTES", 0)
     objective._value_and_grad.forget()
     for z in zs[:3]:
         np.testing.assert_allclose(objective._value_and_grad(z)[0], reference(z, y + 0.5), rtol=1e-11)
-    assert len(stored) == 5
+    assert len(stored) == 3 and len(computed) == 6  # beyond the budget nothing is kept: computed at every call
 
 
 class _NoisyQuadratic:
@@ -593,7 +604,8 @@ def test_unaligned_data_fit_as_their_aligned_copies():
 
 def test_the_starts_drawn_from_the_priors_are_pymcs_prior_draws():
     """`_prior_draws` compiles PyMC's prior initial-point expression on the NUMPY mode: for every seed the same numbers,
-    bit for bit, as `make_initial_point_fn(overrides="prior")` on PyMC's FAST_COMPILE (HalfNormal through scipy.stats)."""
+    bit for bit, as `make_initial_point_fn(overrides="prior")` on PyMC's FAST_COMPILE (HalfNormal through scipy.stats),
+    each generator seeded as PyMC seeds it (a hierarchical prior would tell two generators swapped)."""
     from pymc.initial_point import make_initial_point_fn
 
     from bayeskern.fit.empirical_bayes import _prior_draws
@@ -605,6 +617,8 @@ def test_the_starts_drawn_from_the_priors_are_pymcs_prior_draws():
         pm.InverseGamma("v", 3.0, 2.0)
         pm.LogNormal("c", 0.0, 1.0, shape=2)
         pm.Uniform("u", 0.0, 3.0)
+        spread = pm.HalfNormal("spread", 1.0)  # a hierarchy: the draw of one prior feeds another's
+        pm.Normal("offset", 0.0, spread, shape=3)
     reference = make_initial_point_fn(model=model, overrides={rv: "prior" for rv in model.free_RVs}, return_transformed=True)
     ours = _prior_draws(model)
     for seed in range(30):

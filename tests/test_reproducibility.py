@@ -156,10 +156,13 @@ def test_the_numpy_mode_clips_by_ufuncs_with_the_same_numbers():
         np.testing.assert_array_equal(got, np.clip(values, lo, hi))  # NaN stays NaN, bit for bit otherwise
 
 
-@pytest.mark.parametrize("loc, scale, size", [(0.0, 2.0, None), (np.array([0.0, 1.0]), np.array([[1.0], [2.0], [3.0]]), None), (0.5, np.array([1.0, 4.0]), (5, 2))])
-def test_the_numpy_mode_draws_halfnormals_as_scipy_does_without_scipy_stats(loc, scale, size):
+@pytest.mark.parametrize("loc, scale, size, dtype", [
+    (0.0, 2.0, None, "float64"), (np.array([0.0, 1.0]), np.array([[1.0], [2.0], [3.0]]), None, "float64"),
+    (0.5, np.array([1.0, 4.0]), (5, 2), "float64"), (0.5, np.array([1.0, 4.0]), (50, 2), "float32")])
+def test_the_numpy_mode_draws_halfnormals_as_scipy_does_without_scipy_stats(loc, scale, size, dtype):
     """HalfNormal draws on the NUMPY mode are μ + σ·|normal(0, 1)| from numpy's Generator: bit for bit
-    `scipy.stats.halfnorm.rvs` from the same generator (its definition, μ + σ·|standard_normal|), and the next draw too."""
+    `scipy.stats.halfnorm.rvs` from the same generator (its definition, μ + σ·|standard_normal| in float64, then the
+    RV's dtype), and the next draw too."""
     import scipy.stats
     from pytensor.compile.builders import OpFromGraph
     from pytensor.tensor.random.basic import HalfNormalRV
@@ -167,7 +170,7 @@ def test_the_numpy_mode_draws_halfnormals_as_scipy_does_without_scipy_stats(loc,
     from bayeskern._compile import NUMPY
 
     rng = pytensor.shared(np.random.default_rng(0))
-    next_rng, draw = pt.random.halfnormal(loc, scale, size=size, rng=rng, return_next_rng=True)
+    next_rng, draw = pt.random.halfnormal(loc, scale, size=size, rng=rng, dtype=dtype, return_next_rng=True)
     with numpy_mode():
         f = pytensor.function([], draw, mode=NUMPY, updates={rng: next_rng})
     ops = [n.op for n in f.maker.fgraph.apply_nodes]
@@ -175,7 +178,9 @@ def test_the_numpy_mode_draws_halfnormals_as_scipy_does_without_scipy_stats(loc,
     assert ops and not [op for op in ops if isinstance(op, HalfNormalRV)]
     reference = np.random.default_rng(0)
     for _ in range(3):
-        np.testing.assert_array_equal(f(), scipy.stats.halfnorm.rvs(loc, scale, size=size, random_state=reference))
+        got, want = f(), scipy.stats.halfnorm.rvs(loc, scale, size=size, random_state=reference).astype(dtype)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
 
 
 def test_the_numpy_mode_runs_no_fused_loop():

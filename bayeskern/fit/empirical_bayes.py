@@ -505,6 +505,7 @@ def _laplace(objective: _Objective, z: np.ndarray, names: list[str], at_edge: np
         size = int(np.size(value))
         sd[name] = float(sd_flat[i]) if np.ndim(value) == 0 else sd_flat[i : i + size].reshape(np.shape(value))
         i += size
+    objective.forget()  # the result keeps the objective, not the values of its data
     return Laplace(sd, cov, tuple(names), ok, objective.n_evaluations - counted)
 
 
