@@ -4,7 +4,7 @@ import time
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
 import pymc as pm
@@ -275,13 +275,15 @@ def _starts(model, objective: _Objective, restarts: int, seed) -> list[np.ndarra
     starts = [objective.flat(objective.point)]
     rng = np.random.default_rng(seed)
     prior = _prior_draws(model) if restarts > 1 else None
-    jittered = None
+
+    @cache
+    def jittered():  # compiled only if ten prior draws in a row give no finite objective
+        with numpy_mode():  # a few draws each
+            return make_initial_point_fn(model=model, jitter_rvs=set(model.free_RVs), return_transformed=True)
+
     for _ in range(restarts - 1):
         for attempt in range(20):
-            if attempt == 10 and jittered is None:
-                with numpy_mode():  # a few draws each
-                    jittered = make_initial_point_fn(model=model, jitter_rvs=set(model.free_RVs), return_transformed=True)
-            make = prior if attempt < 10 else jittered
+            make = prior if attempt < 10 else jittered()
             z = np.clip(objective.flat(make(rng.integers(2**31))), -Z_LIMIT, Z_LIMIT)
             if np.isfinite(objective(z)[0]):
                 starts.append(z)
@@ -346,11 +348,12 @@ def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):
         if not searching_from_iterate[0]:
             return
         record(last["z"], -last["g"])
-        if _settled_short_of_edges(objective, last["z"], last["g"], _curvature_pairs(iterates)):
+        pairs = _curvature_pairs(iterates)
+        if _settled_short_of_edges(objective, last["z"], last["g"], pairs):
             raise StopIteration
         if gain > ROUND_OFF_GAIN * max(1.0, abs(f)):
             return
-        if np.max(np.abs(last["g"]), initial=0.0) <= STOP_GRAD or _near_stationary(last["g"], _curvature_pairs(iterates), STOP_GAIN):
+        if np.max(np.abs(last["g"]), initial=0.0) <= STOP_GRAD or _near_stationary(last["g"], pairs, STOP_GAIN):
             raise StopIteration
 
     try:
@@ -380,10 +383,15 @@ def _near_stationary(g: np.ndarray, pairs: tuple, gain: float) -> bool:
     )
 
 
+def _run_out(objective: _Objective, z: np.ndarray) -> np.ndarray:
+    """Which coordinates of z have run out past AT_BOUND_Z towards an edge of their support (transformed ones only)."""
+    return objective.transformed & (np.abs(z) >= AT_BOUND_Z)
+
+
 def _settled_short_of_edges(objective: _Objective, z: np.ndarray, g: np.ndarray, pairs: tuple) -> bool:
     """Coordinates run out past AT_BOUND_Z, still rising outwards, with at most EDGE_GAIN left to gain between them,
     and the others stationary (`_near_stationary` to STOP_GAIN): going on would only follow e^−|z| tails."""
-    out = objective.transformed & (np.abs(z) >= AT_BOUND_Z) & (g * np.sign(z) > 0)
+    out = _run_out(objective, z) & (g * np.sign(z) > 0)
     return bool(out.any() and np.sum(np.abs(g[out])) <= EDGE_GAIN and _near_stationary(np.where(out, 0.0, g), pairs, STOP_GAIN))
 
 
@@ -427,7 +435,7 @@ def _at_edge(objective: _Objective, z: np.ndarray) -> tuple[np.ndarray, np.ndarr
     """
     f0, g = objective(z)
     edge, cliff = np.zeros(len(z), dtype=bool), np.zeros(len(z), dtype=bool)
-    for i in np.flatnonzero(objective.transformed & (np.abs(z) >= AT_BOUND_Z)):
+    for i in np.flatnonzero(_run_out(objective, z)):
         outwards = np.sign(z[i])
         if g[i] * outwards > GRAD_TOL:  # still rising outwards: stopped by a cliff (or maxiter), not a maximum
             edge[i] = cliff[i] = True
