@@ -1,8 +1,10 @@
 """Bayesian linear regression in weight space: the PyMC likelihood, the analytic posterior and the evidence.
 
 Model: w ~ N(0, Σ), t = Φw + ε, ε ~ N(0, σ²I), with Φ = φ(X) from a feature map. Everything is
-computed through Σ = L Lᵀ and B = I + ΨᵀΨ/σ² with Ψ = ΦL, whose eigenvalues are ≥ 1, so the M × M
-factorisation never needs jitter and Σ is never inverted.
+computed through Σ = L Lᵀ and B = I + ΨᵀΨ/σ² with Ψ = ΦL (M × M), or, with fewer data than features,
+D = I + ΨΨᵀ/σ² (n × n: the kernel trick, D/σ² is the Gram matrix of k(x, x′) = φ(x)ᵀΣφ(x′) plus I).
+B and D have the same eigenvalues besides 1s, all ≥ 1, so neither factorisation needs jitter in exact
+arithmetic, and Σ is never inverted.
 """
 
 import functools
@@ -14,7 +16,9 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.linalg
 
-from bayeskern._linalg import EPS, LOG_2PI, announce_jitter, cho_solve, escalate_jitter, exact_cholesky, jitter_scale, solve_lower
+from bayeskern._linalg import (
+    EPS, LOG_2PI, announce_jitter, cho_solve, escalate_jitter, exact_cholesky, jitter_scale, loo_gaussian, solve_lower,
+)
 from bayeskern._results import Posterior
 from bayeskern._validation import (
     as_inputs, as_targets, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure,
@@ -197,8 +201,9 @@ _NEGLIGIBLE_NOISE = 1e-6
 
 
 def _factor_precision(gram: np.ndarray, sigma: float, features, X: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
-    """L_B with B = I + ΨᵀΨ/(σ² + δ) = L_B L_Bᵀ (`gram` = ΨᵀΨ), and the jitter δ added to C = ΨΨᵀ + σ²I's diagonal (0.0 if none).
+    """L_B with B = I + G/(σ² + δ) = L_B L_Bᵀ, and the jitter δ added to C = ΨΨᵀ + σ²I's diagonal (0.0 if none).
 
+    `gram` G is ΨᵀΨ (M × M, B of the weights) or ΨΨᵀ (n × n, D of the data): tr G is the same, and so is the rule.
     The package's rule (`_linalg`): B's eigenvalues are ≥ 1 in exact arithmetic, so a factorisation
     that fails or is singular to round-off means that rounding lost it. Far from zero (X's offset), that
     is the features spanning too many orders of magnitude: a ValueError naming `features` and X. Else it
@@ -242,7 +247,7 @@ BLOCK_ENTRIES = 2**22
 
 
 class DesignRows:
-    """Φ = φ(X) of the training inputs, by row blocks, with ΦᵀΦ and Φᵀt accumulated once.
+    """Φ = φ(X) of the training inputs, by row blocks, with Φᵀt and ‖Φ‖²_F accumulated once, ΦᵀΦ when first read.
 
     `Phi`: Φ held whole (then it is the only block); None computes it from the feature map (M columns):
     held whole if it fits in one block of BLOCK_ENTRIES, else streamed, ⌊BLOCK_ENTRIES / M⌋ rows at a
@@ -254,11 +259,18 @@ class DesignRows:
         if Phi is None and len(X) * self.M <= BLOCK_ENTRIES:
             Phi = design_matrix(features, X)
         self.features, self.X, self.Phi = features, X, Phi
-        gram, proj = np.zeros((self.M, self.M)), np.zeros(self.M)
+        self.proj, self.sum_of_squares = np.zeros(self.M), 0.0
         for rows, block in self.blocks():
-            gram += block.T @ block  # ΦᵀΦ = Σ_b Φ_bᵀΦ_b
-            proj += block.T @ t[rows]  # Φᵀt = Σ_b Φ_bᵀt_b
-        self.gram, self.proj = gram, proj
+            self.proj += block.T @ t[rows]  # Φᵀt = Σ_b Φ_bᵀt_b
+            self.sum_of_squares += float(np.sum(block**2))  # ‖Φ‖²_F = tr ΦᵀΦ
+
+    @functools.cached_property
+    def gram(self) -> np.ndarray:
+        """ΦᵀΦ = Σ_b Φ_bᵀΦ_b (M × M: formed only where asked for, not by a solver with fewer data than features)."""
+        gram = np.zeros((self.M, self.M))
+        for _, block in self.blocks():
+            gram += block.T @ block
+        return gram
 
     def blocks(self):
         """(rows, Φ[rows]) pairs covering every training point in order."""
@@ -271,27 +283,36 @@ class DesignRows:
 
 
 class WeightSpaceBLR(Conditioned):
-    """The weight-space solver: B = I + ΨᵀΨ/σ² (M × M, Ψ = ΦL, Σ = LLᵀ) factorised once; no n × n matrix anywhere.
+    """The BLR solver: B = I + ΨᵀΨ/σ² (M × M, Ψ = ΦL, Σ = LLᵀ) factorised once — or, with fewer data than features
+    (n < M, Φ held whole), D = I + ΨΨᵀ/σ² (n × n, the kernel trick) instead: the smaller of the two.
 
     `weights_mean`: m_N = σ⁻² S_N Φᵀt. `weights_cov`: S_N = (Σ⁻¹ + σ⁻²ΦᵀΦ)⁻¹ (PRML 3.53–3.54), formed when first
-    read. B's eigenvalues are ≥ 1, so `jitter` is 0.0 unless σ is so small that C = ΦΣΦᵀ + σ²I is singular to
-    round-off (then it was added to C's diagonal, as for a kernel). Costs one M × M Cholesky factorisation from
-    the statistics ΦᵀΦ, Φᵀt of `rows` (`DesignRows`) — a scalar or diagonal Σ scales them, a matrix Σ multiplies —,
-    one pass over Φ's rows for the residual, O(mM²) per prediction; S_N, when read, O(M³) more.
+    read. B's and D's eigenvalues are ≥ 1, so `jitter` is 0.0 unless σ is so small that C = ΦΣΦᵀ + σ²I is singular
+    to round-off (then it was added to C's diagonal, as for a kernel). Weights (n ≥ M): one M × M Cholesky
+    factorisation from the statistics ΦᵀΦ, Φᵀt of `rows` (`DesignRows`) — a scalar or diagonal Σ scales them, a
+    matrix Σ multiplies —, one pass over Φ's rows for the residual, O(mM²) per prediction. Data (n < M): O(n²M) for
+    ΨΨᵀ, one n × n factorisation, O(nmM) per prediction, no M × M matrix but S_N when read (O(M³) more either way).
     """
 
     def __init__(self, features, X: np.ndarray, t: np.ndarray, sigma: float, S: np.ndarray, rows: DesignRows):
         self.features, self.X, self.targets, self.sigma, self.prior_cov, self._rows = features, X, t, sigma, S, rows
-        check_weight_precision(np.trace(rows.gram), S, sigma)
+        check_weight_precision(rows.sum_of_squares, S, sigma)
         n, M = len(t), rows.M
         self._prior_chol = L = _prior_factor(S, M, np)  # Σ = L Lᵀ
-        gram = _times_factor(_times_factor(rows.gram, L).T, L)  # ΨᵀΨ = Lᵀ(ΦᵀΦ)L
-        self._LB, self.jitter = LB, jitter = _factor_precision(gram, sigma, features, X, t)  # B = I + ΨᵀΨ/s² = L_B L_Bᵀ
-        self._noise_var = s2 = sigma**2 + jitter  # s² = σ² (+ jitter, C's diagonal as factorised)
-        self._v = v = cho_solve(LB, _times_factor(rows.proj, L)) / s2  # v = B⁻¹Ψᵀt/s² = L⁻¹m_N
+        self._Psi = _times_factor(rows.Phi, L) if rows.Phi is not None and n < M else None  # Ψ = ΦL, for D
+        if self._Psi is None:
+            gram = _times_factor(_times_factor(rows.gram, L).T, L)  # ΨᵀΨ = Lᵀ(ΦᵀΦ)L
+            self._LB, self.jitter = LB, jitter = _factor_precision(gram, sigma, features, X, t)  # B = I + ΨᵀΨ/s² = L_B L_Bᵀ
+            self._noise_var = s2 = sigma**2 + jitter  # s² = σ² (+ jitter, C's diagonal as factorised)
+            v = cho_solve(LB, _times_factor(rows.proj, L)) / s2  # v = B⁻¹Ψᵀt/s² = L⁻¹m_N
+        else:
+            self._LB, self.jitter = LB, jitter = _factor_precision(self._Psi @ self._Psi.T, sigma, features, X, t)  # D = L_D L_Dᵀ
+            self._noise_var = s2 = sigma**2 + jitter
+            self._alpha = cho_solve(LB, t) / s2  # C⁻¹t = D⁻¹t/s²  (C = s²D)
+            v = self._Psi.T @ self._alpha  # v = ΨᵀC⁻¹t = B⁻¹Ψᵀt/s² = L⁻¹m_N  (push-through)
         self.weights_mean = _times_factor(v, L.T)  # m_N = L v = s⁻² S_N Φᵀ t   (PRML 3.53)
         residual = sum(np.sum((t[r] - block @ self.weights_mean) ** 2) for r, block in rows.blocks())  # ‖t − Φm_N‖²
-        # log p(t) = −½[‖t − Φm_N‖²/s² + m_NᵀΣ⁻¹m_N] − n log s − ½ log|B| − n/2 log 2π
+        # log p(t) = −½[‖t − Φm_N‖²/s² + m_NᵀΣ⁻¹m_N] − n log s − ½ log|B| − n/2 log 2π;  |D| = |B| (Sylvester)
         quad = residual / s2 + v @ v
         self.log_marginal_likelihood = float(-0.5 * quad - 0.5 * n * np.log(s2) - np.sum(np.log(np.diag(LB))) - 0.5 * n * LOG_2PI)
 
@@ -303,11 +324,22 @@ class WeightSpaceBLR(Conditioned):
 
     @functools.cached_property
     def weights_cov(self) -> np.ndarray:
-        return self._G.T @ self._G  # S_N = GᵀG
+        if self._Psi is None:
+            return self._G.T @ self._G  # S_N = GᵀG
+        W = self._through_data(None)  # W = L_D⁻¹Ψ/s: B⁻¹ = I − WᵀW (Woodbury)
+        inner = np.eye(self._rows.M) - W.T @ W
+        L = self._prior_chol.T
+        return _times_factor(_times_factor(inner, L).T, L).T  # S_N = L B⁻¹ Lᵀ
 
     def _whitened(self, Phi: np.ndarray) -> np.ndarray:
         """L_B⁻¹Ψᵀ for the rows Φ (Ψ = ΦL): its columns' squared norms are ψᵀB⁻¹ψ, O(M² · rows)."""
         return solve_lower(self._LB, _times_factor(Phi, self._prior_chol).T)
+
+    def _through_data(self, Phi: np.ndarray | None) -> np.ndarray:
+        """U = L_D⁻¹ΨΨ*ᵀ/s for the rows Φ (n < M): ψᵀB⁻¹ψ′ = ψᵀψ′ − uᵀu′ (Woodbury, B⁻¹ = I − ΨᵀD⁻¹Ψ/s²), O(nM · rows);
+        Φ = None: W = L_D⁻¹Ψ/s itself."""
+        right = self._Psi if Phi is None else self._Psi @ _times_factor(Phi, self._prior_chol).T
+        return solve_lower(self._LB, right) / np.sqrt(self._noise_var)
 
     @property
     def gram_kernel(self):
@@ -319,12 +351,19 @@ class WeightSpaceBLR(Conditioned):
     def _from_features(self, Phi_new, full_cov):
         """Mean, variance and (with `full_cov`) covariance of f = Φ*w at the points whose features are `Phi_new`."""
         mean = Phi_new @ self.weights_mean  # y(x) = m_Nᵀ φ(x)   (PRML 3.58)
+        if self._Psi is not None:  # Φ*S_NΦ*ᵀ = Ψ*Ψ*ᵀ − UᵀU, U = L_D⁻¹ΨΨ*ᵀ/s
+            Psi_new, U = _times_factor(Phi_new, self._prior_chol), self._through_data(Phi_new)
+            var = np.maximum(np.sum(Psi_new**2, axis=1) - np.sum(U**2, axis=0), 0.0)  # a difference: clipped at 0
+            return mean, var, (Psi_new @ Psi_new.T - U.T @ U if full_cov else None)
         H = self._whitened(Phi_new)  # H = GΦ*ᵀ = L_B⁻¹LᵀΦ*ᵀ: Φ*S_NΦ*ᵀ = HᵀH
         var = np.sum(H**2, axis=0)  # σ²_N(x) − σ² = φ(x)ᵀ S_N φ(x)   (PRML 3.59)
         return mean, var, (H.T @ H if full_cov else None)
 
     def _loo(self):
-        """Leave-one-out through Woodbury, O(nM²): C⁻¹ = σ⁻²(I − ΨB⁻¹Ψᵀ/σ²), only its diagonal formed."""
+        """Leave-one-out through Woodbury, O(nM²): C⁻¹ = σ⁻²(I − ΨB⁻¹Ψᵀ/σ²), only its diagonal formed; with fewer data
+        than features from C = s²D's own factor."""
+        if self._Psi is not None:
+            return loo_gaussian(np.sqrt(self._noise_var) * self._LB, self.targets, self._alpha)  # L_C = s·L_D
         s2, parts = self._noise_var, []
         for rows, block in self._rows.blocks():
             W = self._whitened(block)  # ψᵢᵀB⁻¹ψᵢ = ‖L_B⁻¹ψᵢ‖², ψᵢ = Lᵀφᵢ
@@ -339,8 +378,19 @@ class WeightSpaceBLR(Conditioned):
         return float(np.max(np.sum(_times_factor(design_matrix(self.features, Xnew), self._prior_chol) ** 2, axis=1), initial=0.0))
 
     def draws_from(self, prediction, n: int, rng: np.random.Generator) -> np.ndarray:
-        """n draws (n, m) of f(Xnew) = Φ*w, w ~ N(m_N, S_N), in weight space (M numbers a draw, no m × m eigendecomposition)."""
-        w = self.weights_mean + rng.standard_normal((n, len(self.weights_mean))) @ self._G  # w = m_N + Gᵀz, S_N = GᵀG
+        """n draws (n, m) of f(Xnew) = Φ*w, w ~ N(m_N, S_N), in weight space (M numbers a draw, no m × m eigendecomposition).
+
+        With fewer data than features, by conditioning prior draws on the data (Wilson et al. 2020, "pathwise"), no
+        M × M factor: w = m_N + L(z − ΨᵀC⁻¹(Ψz + s·e)), z ~ N(0, I_M), e ~ N(0, I_n), whose covariance is L B⁻¹ Lᵀ.
+        """
+        M = len(self.weights_mean)
+        if self._Psi is None:
+            w = self.weights_mean + rng.standard_normal((n, M)) @ self._G  # w = m_N + Gᵀz, S_N = GᵀG
+        else:
+            z, e = rng.standard_normal((n, M)), rng.standard_normal((n, len(self.targets)))
+            s = np.sqrt(self._noise_var)
+            a = cho_solve(self._LB, self._Psi @ z.T + s * e.T) / self._noise_var  # C⁻¹(Ψz + s·e), C = s²D
+            w = self.weights_mean + _times_factor(z - (self._Psi.T @ a).T, self._prior_chol.T)
         return w @ design_matrix(self.features, prediction.Xnew).T
 
     def posterior(self, Xnew=None, include_noise: bool = False) -> "BLRPosterior":

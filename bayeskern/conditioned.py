@@ -1,7 +1,7 @@
 """A model whose covariance is factorised once: log marginal likelihood, jitter, LOO, predictions and samples.
 
 The solvers (`bayeskern.gp.ExactGP`: Cholesky of K + σ²I; `bayeskern.blr.WeightSpaceBLR`: the M × M
-Woodbury route) factor in their constructor and implement `_latent`, `_loo` and `prior_variance`;
+Woodbury route, or n × n with fewer points than features) factor in their constructor and implement `_latent`, `_loo` and `prior_variance`;
 everything a user or `bayeskern.fit` asks of a conditioned model is written here once.
 """
 

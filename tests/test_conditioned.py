@@ -2,6 +2,7 @@
 
 import time
 import tracemalloc
+import warnings
 
 import numpy as np
 import pymc as pm
@@ -186,24 +187,52 @@ def test_the_likelihood_record_survives_model_cloning():
     assert cloned.params == pytest.approx(original.params, rel=1e-9)
 
 
-def test_weight_space_jitter_is_noise_added_to_c_like_a_kernels():
-    """12 Gaussian bumps through 10 points and σ = 1e-9: C = ΦΣΦᵀ + σ²I is singular to round-off (an EB noise
-    run to its edge ends here). The solver adds jitter δ to C's diagonal, says so, and is then exactly the
-    model with noise variance σ² + δ — as `gp.condition` does for a kernel."""
-    Xi = np.linspace(0, 1, 10)[:, None]
+@pytest.mark.parametrize("twice", [False, True], ids=["n<M: D", "n>=M: B"])
+def test_blr_jitter_is_noise_added_to_c_like_a_kernels(twice):
+    """12 Gaussian bumps and σ = 1e-9 through 10 points with one input repeated (n = 10 < M: the solver factorises
+    D = I + ΨΨᵀ/σ²), or each of 10 inputs twice (n = 20 ≥ M: B = I + ΨᵀΨ/σ²): C = ΦΣΦᵀ + σ²I has rank 9 or 10 plus σ²,
+    singular to round-off, and so is the matrix factorised (an EB noise run to its edge ends here). The solver adds
+    jitter δ to C's diagonal, says so, and is then exactly the model with noise variance σ² + δ — as `gp.condition`
+    does for a kernel."""
+    Xi = np.repeat(np.linspace(0, 1, 10), 2 if twice else 1)[:, None]
+    if not twice:
+        Xi[5] = Xi[4]  # one input repeated: rank 9
     ti = np.sin(2 * np.pi * Xi[:, 0])
     phi = bk.features.GaussianBasis(np.linspace(0, 1, 11), 0.1, bias=True)
     with pytest.warns(RuntimeWarning, match="added jitter"):
         jittered = bk.blr.condition(phi, Xi, ti, 1e-9, 1.0)
-    assert jittered.jitter > 0
+    n = len(Xi)
+    assert jittered.jitter > 0 and (jittered._Psi is not None) == (n < 12)  # the route: D for n < M, else B
     Phi, s2 = phi(Xi), 1e-18 + jittered.jitter  # the noise variance the factor holds
-    C, B = Phi @ Phi.T + s2 * np.eye(10), np.eye(12) + Phi.T @ Phi / s2
-    # numpy, from the formula: log N(t | 0, C + δI) by slogdet and solve (cond C ≈ 2e3: accurate to ~1e-13).
-    # The weight-space route works through B = I + ΦᵀΦ/s², accurate only to about cond(B)·ε (cond B ≈ 6e10
-    # here: the jitter is just enough to make B factorisable by the rcond rule), so 10·cond(B)·ε is the bar
-    bar = 10 * np.linalg.cond(B) * np.finfo(float).eps
+    C, B = Phi @ Phi.T + s2 * np.eye(n), np.eye(12) + Phi.T @ Phi / s2
+    # numpy, from the formula: log N(t | 0, C + δI) by slogdet and solve. Either route is accurate to about cond·ε of
+    # the matrix it factorises (D = C/s², or B: cond ≈ 6e10–1e11 here, the jitter just enough for the rcond rule)
+    bar = 10 * max(np.linalg.cond(B), np.linalg.cond(C)) * np.finfo(float).eps
     assert bar < 1e-3  # still a test: the two routes agree to at least three digits
     sign, logdet = np.linalg.slogdet(C)
-    reference = -0.5 * ti @ np.linalg.solve(C, ti) - 0.5 * logdet - 5 * np.log(2 * np.pi)
+    reference = -0.5 * ti @ np.linalg.solve(C, ti) - 0.5 * logdet - n / 2 * np.log(2 * np.pi)
     assert sign > 0 and jittered.log_marginal_likelihood == pytest.approx(reference, rel=bar)
     assert np.all(np.isfinite(jittered.predict(XNEW / 5 + 0.5).var)) and np.all(np.isfinite(jittered.loo_log_predictive))
+
+
+def test_fewer_points_than_features_need_no_jitter_where_c_is_well_conditioned():
+    """12 Gaussian bumps through 10 distinct points, σ = 1e-9: B = I + ΨᵀΨ/σ² (12 × 12, two eigenvalues 1, the others
+    up to ~1e19) is singular to round-off, but C = ΦΦᵀ + σ²I (cond ≈ 2e3) is not. The n × n route factorises D = C/σ²:
+    no jitter, no warning, the exact model (numpy from the formula: round-off ~cond·ε ≈ 4e-13; bar 1e-10)."""
+    Xi = np.linspace(0, 1, 10)[:, None]
+    ti = np.sin(2 * np.pi * Xi[:, 0])
+    phi = bk.features.GaussianBasis(np.linspace(0, 1, 11), 0.1, bias=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exact = bk.blr.condition(phi, Xi, ti, 1e-9, 1.0)
+    Phi = phi(Xi)
+    C = Phi @ Phi.T + 1e-18 * np.eye(10)
+    assert exact.jitter == 0.0 and np.linalg.cond(C) < 1e4
+    sign, logdet = np.linalg.slogdet(C)
+    reference = -0.5 * ti @ np.linalg.solve(C, ti) - 0.5 * logdet - 5 * np.log(2 * np.pi)
+    assert sign > 0 and exact.log_marginal_likelihood == pytest.approx(reference, rel=1e-10)
+    # S_N = I − ΦᵀC⁻¹Φ from C's factor: no M × M factorisation, no jitter (entries ≤ 1, round-off ~cond·ε ≈ 4e-13; bar 1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(exact.weights_cov, np.eye(12) - Phi.T @ np.linalg.solve(C, Phi), rtol=0, atol=1e-9)
+        assert exact.sample(XNEW / 5 + 0.5, n=3, seed=0).shape == (3, len(XNEW))

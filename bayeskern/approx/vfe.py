@@ -86,7 +86,7 @@ class InducingPosterior(WeightSpaceBLR):
         rows = DesignRows(features, X, t)
         super().__init__(features, X, t, sigma, np.ones(rows.M), rows)
         prior = float(np.sum(kernel._values(X, diag=True)))  # tr K
-        explained = sum(float(np.sum(block**2)) for _, block in rows.blocks())  # tr Q = ‖Φ‖²_F
+        explained = rows.sum_of_squares  # tr Q = ‖Φ‖²_F
         residual = max(prior - explained, 0.0)  # tr(K − Q) ≥ 0; round-off below 0 is 0
         self.nystrom_residual = residual / prior if prior > 0 else 0.0
         self.trace_term = residual / (2.0 * sigma**2)
