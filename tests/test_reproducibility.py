@@ -156,6 +156,36 @@ def test_the_numpy_mode_clips_by_ufuncs_with_the_same_numbers():
         np.testing.assert_array_equal(got, np.clip(values, lo, hi))  # NaN stays NaN, bit for bit otherwise
 
 
+def test_the_numpy_mode_writes_each_elementwise_result_into_one_array_with_the_same_numbers():
+    """The NUMPY mode's Elemwise writes into the input the in-place rewrite let it destroy, else one new array, and folds
+    a variadic Mul or Add into it (`_IntoOneArray`): the same numbers, bit for bit, as PyTensor's own Elemwise on the
+    Python linker (the mode without that rewrite), value and gradient; the function's inputs are left as they were."""
+    from pytensor.compile.mode import Mode, get_mode
+
+    from bayeskern._compile import NUMPY, ONE_ARRAY_MIN_SIZE, _IntoOneArray
+
+    x, y, a = pt.vector("x"), pt.vector("y"), pt.scalar("a")
+    u = pt.exp(-0.5 * (x - y) ** 2 / a)  # in-place chains on intermediates, a broadcast scalar
+    out = pt.sum(u * x * y * pt.sin(x) * a) + pt.sum(u + x + pt.cos(y) + a)  # five-operand Mul, four-operand Add
+    outputs = [out, *pt.grad(out, [x, y, a])]
+    # the NUMPY mode without `_elemwise_into_one_array` (its other rewrites find no Clip, OpFromGraph or HalfNormal here)
+    plain = Mode(linker="py", optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion", "fuse_indexed_into_elemwise"))
+    with numpy_mode():
+        into_one, elementwise = (pytensor.function([x, y, a], outputs, mode=m) for m in (NUMPY, plain))
+    ops = [n.op for n in into_one.maker.fgraph.apply_nodes]
+    assert sum(isinstance(op, _IntoOneArray) for op in ops) >= 10 and any(op.destroy_map for op in ops if isinstance(op, _IntoOneArray))
+    assert any(len(n.inputs) > 2 for n in into_one.maker.fgraph.apply_nodes if isinstance(n.op, _IntoOneArray))
+    assert not [n for n in elementwise.maker.fgraph.apply_nodes if isinstance(n.op, _IntoOneArray)]
+    rng = np.random.default_rng(0)
+    for size in (1000, ONE_ARRAY_MIN_SIZE + 1):  # Elemwise's own perform below ONE_ARRAY_MIN_SIZE entries, into one array above
+        xv, yv = rng.standard_normal(size), rng.standard_normal(size)
+        kept = xv.copy(), yv.copy()
+        for got, want in zip(into_one(xv, yv, 0.7), elementwise(xv, yv, 0.7), strict=True):
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(xv, kept[0])
+        np.testing.assert_array_equal(yv, kept[1])
+
+
 @pytest.mark.parametrize("loc, scale, size, dtype", [
     (0.0, 2.0, None, "float64"), (np.array([0.0, 1.0]), np.array([[1.0], [2.0], [3.0]]), None, "float64"),
     (0.5, np.array([1.0, 4.0]), (5, 2), "float64"), (0.5, np.array([1.0, 4.0]), (50, 2), "float32")])
