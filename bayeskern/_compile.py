@@ -108,7 +108,7 @@ class _IntoOneArray(Elemwise):
 
 @node_rewriter([Elemwise])
 def _elemwise_into_one_array(fgraph, node):
-    """`_IntoOneArray` for an Elemwise of one output computed by a numpy ufunc on operands of its own dtype (no type
+    """`_IntoOneArray` for an Elemwise of one float output computed by a numpy ufunc on operands of its own dtype (no type
     promotion to follow), after the in-place rewrites have chosen what it may destroy."""
     op = node.op
     if type(op) is not Elemwise or len(node.outputs) != 1 or not op.nfunc_spec or len(node.inputs) + 1 > 32:
@@ -117,8 +117,9 @@ def _elemwise_into_one_array(fgraph, node):
     variadic = isinstance(op.scalar_op, Add | Mul) and len(node.inputs) > 2
     if not isinstance(ufunc, np.ufunc) or ufunc.nout != 1 or not (variadic or len(node.inputs) == op.nfunc_spec[1] == ufunc.nin):
         return None
-    if any(v.type.dtype != node.outputs[0].type.dtype for v in node.inputs):
-        return None
+    dtype = node.outputs[0].type.dtype
+    if dtype not in ("float32", "float64") or any(v.type.dtype != dtype for v in node.inputs):
+        return None  # floats in, the same float out: numpy computes in that dtype (bool % bool, say, computes in int8)
     return [_IntoOneArray(op.scalar_op, op.inplace_pattern, op.name, op.nfunc_spec)(*node.inputs)]
 
 

@@ -11,8 +11,6 @@ small empirical-Bayes fits, where Numba's compilation would cost more than every
 test holds the two to round-off.
 """
 
-from functools import lru_cache
-
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType
@@ -64,14 +62,6 @@ def _factor_scipy(K, noise_var: float, use_jitter: bool):
     return None, 0.0, 0.0
 
 
-@lru_cache(maxsize=1)
-def _below_diagonal(n: int) -> np.ndarray:
-    """The mask of the entries i > j of an n × n matrix (kept for the latest n: an objective evaluates one n many times)."""
-    mask = np.tri(n, k=-1, dtype=bool)
-    mask.flags.writeable = False
-    return mask
-
-
 def _logp_and_gradients_scipy(K, t, noise_var: float, use_jitter: bool):
     """`_logp_and_gradients` through SciPy's LAPACK, vectorised: the Python linker's implementation of the Op.
 
@@ -87,7 +77,7 @@ def _logp_and_gradients_scipy(K, t, noise_var: float, use_jitter: bool):
     C_inv = lapack.dpotri(U, lower=0, overwrite_c=1)[0].T  # C⁻¹'s lower triangle in C order, zeros above
     # ∂ log p / ∂K over K's lower triangle: 2G below the diagonal, G on it, G = ½(ααᵀ − C⁻¹)   (R&W 5.9),
     # written into one new array (no n × n temporaries: each costs its page faults, ~0.4 ms at n = 500)
-    below = _below_diagonal(n)
+    below = np.tri(n, k=-1, dtype=bool)  # the entries i > j (n² bytes, ~0.1 ms at n = 500)
     d_K = np.zeros((n, n))
     np.multiply(alpha[:, None], alpha, out=d_K, where=below)
     np.subtract(d_K, C_inv, out=d_K, where=below)

@@ -260,17 +260,20 @@ class DesignRows:
             Phi = design_matrix(features, X)
         self.features, self.X, self.Phi = features, X, Phi
         self.proj, self.sum_of_squares = np.zeros(self.M), 0.0
+        streamed = np.zeros((self.M, self.M)) if Phi is None else None  # a second pass would compute Φ again
         for rows, block in self.blocks():
             self.proj += block.T @ t[rows]  # Φᵀt = Σ_b Φ_bᵀt_b
             self.sum_of_squares += float(np.sum(block**2))  # ‖Φ‖²_F = tr ΦᵀΦ
+            if streamed is not None:
+                streamed += block.T @ block  # ΦᵀΦ = Σ_b Φ_bᵀΦ_b
+        if streamed is not None:
+            self.gram = streamed
 
     @functools.cached_property
     def gram(self) -> np.ndarray:
-        """ΦᵀΦ = Σ_b Φ_bᵀΦ_b (M × M: formed only where asked for, not by a solver with fewer data than features)."""
-        gram = np.zeros((self.M, self.M))
-        for _, block in self.blocks():
-            gram += block.T @ block
-        return gram
+        """ΦᵀΦ (M × M): accumulated in the constructor's pass when Φ is streamed; from the Φ held whole when first read
+        (not at all by a solver with fewer data than features)."""
+        return self.Phi.T @ self.Phi
 
     def blocks(self):
         """(rows, Φ[rows]) pairs covering every training point in order."""
@@ -329,7 +332,8 @@ class WeightSpaceBLR(Conditioned):
         W = self._through_data(None)  # W = L_D⁻¹Ψ/s: B⁻¹ = I − WᵀW (Woodbury)
         inner = np.eye(self._rows.M) - W.T @ W
         L = self._prior_chol.T
-        return _times_factor(_times_factor(inner, L).T, L).T  # S_N = L B⁻¹ Lᵀ
+        S_N = _times_factor(_times_factor(inner, L).T, L).T  # S_N = L B⁻¹ Lᵀ
+        return 0.5 * (S_N + S_N.T)  # symmetric to the bit, as GᵀG is
 
     def _whitened(self, Phi: np.ndarray) -> np.ndarray:
         """L_B⁻¹Ψᵀ for the rows Φ (Ψ = ΦL): its columns' squared norms are ψᵀB⁻¹ψ, O(M² · rows)."""

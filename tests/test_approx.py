@@ -91,9 +91,9 @@ def test_a_spectral_density_that_underflows_keeps_the_likelihood_and_its_gradien
     Phi, omega = basis_reference(X1[:, None], center, L, (40,))
     v = rbf_psd(omega, 50.0)
     assert np.sum(v == 0.0) > 30  # the case: most spectral densities underflow
-    logp = model.logp(vars=model.observed_RVs, jacobian=False)
-    value_and_grad = model.compile_fn([logp, *pt.grad(logp, model.value_vars)], point_fn=True)  # one compile, not two
-    value, *grad = value_and_grad(point)
+    observed, whole = model.logp(vars=model.observed_RVs, jacobian=False), model.logp(jacobian=False)
+    value_and_grad = model.compile_fn([observed, *pt.grad(whole, model.value_vars)], point_fn=True)  # one compile, not two
+    value, *grad = value_and_grad(point)  # log p(y | θ), and ∂ log p(y, θ)/∂(log ℓ, log σ) as compile_dlogp gave
     assert np.all(np.isfinite(grad))
     assert value == pytest.approx(dense_lml(Phi, np.maximum(v, np.finfo(float).tiny), Y1, 0.3), rel=1e-10)
 

@@ -184,6 +184,17 @@ def test_the_numpy_mode_writes_each_elementwise_result_into_one_array_with_the_s
             np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(xv, kept[0])
         np.testing.assert_array_equal(yv, kept[1])
+    # a matrix in Fortran order with a broadcast row; and booleans, whose % numpy computes in int8 (left to Elemwise)
+    A, r = pt.matrix("A"), pt.vector("r")
+    B = pt.exp(-A) * A * r + A * 2.0
+    u, v = pt.vector("u", dtype="bool"), pt.vector("v", dtype="bool")
+    with numpy_mode():
+        pair = [pytensor.function([A, r, u, v], [B, pt.grad(pt.sum(B), A), u % v], mode=m) for m in (NUMPY, plain)]
+    Av, rv = np.asfortranarray(rng.standard_normal((600, 600))), rng.standard_normal(600)
+    uv, vv = rng.random(ONE_ARRAY_MIN_SIZE + 1) < 0.5, np.ones(ONE_ARRAY_MIN_SIZE + 1, dtype=bool)
+    for got, want in zip(pair[0](Av, rv, uv, vv), pair[1](Av, rv, uv, vv), strict=True):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("loc, scale, size, dtype", [
