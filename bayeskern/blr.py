@@ -19,6 +19,7 @@ import scipy.linalg
 from bayeskern._linalg import (
     EPS, LOG_2PI, announce_jitter, cho_solve, escalate_jitter, exact_cholesky, jitter_scale, loo_gaussian, solve_lower,
 )
+from bayeskern._gaussian_logp import gaussian_logp
 from bayeskern._results import Posterior
 from bayeskern._validation import (
     as_inputs, as_targets, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure,
@@ -44,9 +45,13 @@ def _times_factor(A, L):
     return A * L if L.ndim == 1 else A @ L
 
 
-def _log_evidence_symbolic(t, Phi, S, sigma):
-    """log N(t | 0, ΦΣΦᵀ + σ²I), in O(n M²) through the M × M matrix B (Woodbury)."""
+def _log_evidence_symbolic(t, Phi, S, sigma, n_by_n: bool = False):
+    """log N(t | 0, ΦΣΦᵀ + σ²I), in O(n M²) through the M × M matrix B (Woodbury) — or, `n_by_n` (fewer points than
+    features), through C = ΦΣΦᵀ + σ²I itself by the marginal Gaussian's Op (`gaussian_logp`, exact gradient), O(n²M)."""
     n, M = Phi.shape[0], Phi.shape[1]
+    if n_by_n:
+        S_factor = pt.broadcast_to(S, (M,)) if S.ndim < 2 else S
+        return gaussian_logp(pt.dot(_times_factor(Phi, S_factor), Phi.T), t, sigma**2)  # K = ΦΣΦᵀ (no √Σ: finite ∂ at 0)
     Psi = _times_factor(Phi, _prior_factor(S, M, pt))  # Ψ = Φ L
     LB = pt.linalg.cholesky(pt.eye(M) + pt.dot(Psi.T, Psi) / sigma**2)  # B = I + ΨᵀΨ/σ²
     v = pt.linalg.solve_triangular(LB, pt.linalg.solve_triangular(LB, pt.dot(Psi.T, t), lower=True), lower=True, trans=1)
@@ -80,7 +85,8 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     w — a scalar α⁻¹, a vector (diagonal), an (M, M) SPD matrix, or a PyMC random variable of those
     shapes. `sigma`: σ > 0, the noise standard deviation. With `collapsed=False` the weights are
     explicit: `{name}_weights` ~ N(0, Σ) and t ~ N(Φw, σ²I). With `collapsed=True` they are
-    integrated out: t ~ N(0, ΦΣΦᵀ + σ²I), evaluated in weight space in O(n M²).
+    integrated out: t ~ N(0, ΦΣΦᵀ + σ²I), evaluated in weight space in O(n M²), or with fewer points than
+    features (n < M) through the n × n covariance itself in O(n² M).
     Extra keyword arguments go to the observed distribution. Returns the observed variable.
     """
     name, X = check_name(name), as_inputs(X, "X")
@@ -103,8 +109,10 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
         z = pm.Normal.dist(0.0, 1.0, shape=(Phi.shape[1],))
         return pt.dot(Phi, _times_factor(z, L.T)) + pm.Normal.dist(0.0, sigma, shape=(Phi.shape[0],))  # Φw + ε, w = Lz
 
+    n_by_n = Phi.shape[0] < M
+
     def logp(value, Phi, S, sigma):
-        return _log_evidence_symbolic(value, Phi, S, sigma)
+        return _log_evidence_symbolic(value, Phi, S, sigma, n_by_n)
 
     core = {0: "()", 1: "(m)", 2: "(m,m)"}[S_t.ndim]
     obs = pm.CustomDist(

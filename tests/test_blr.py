@@ -2,6 +2,7 @@
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from scipy.stats import multivariate_normal, norm
 
@@ -135,6 +136,35 @@ def test_collapsed_model_logp_equals_evidence():
         bk.blr.likelihood("y", X=X, y=t, features=phi, prior_cov=1 / alpha, sigma=0.3, collapsed=True)
     expected = bk.blr.posterior(phi, X, t, sigma=0.3, prior_cov=1 / 2.5).log_marginal_likelihood
     np.testing.assert_allclose(scalar.compile_logp(vars=[scalar["y"]])({"alpha_log__": np.log(2.5)}), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["scalar", "matrix"])
+def test_collapsed_model_with_more_features_than_points_is_the_n_by_n_evidence(kind):
+    """n = 15 < M = 25: the collapsed likelihood is log N(t | 0, ΦΣΦᵀ + σ²I) through the marginal Gaussian's Op on the
+    15 × 15 covariance, not the 25 × 25 B. Its value equals the solver's evidence (two routes to one number: ~1e-14
+    relative, bar 1e-12), its gradient in (log scale, log σ) central differences (h = 1e-6: truncation and round-off
+    ~1e-8 relative, bar 1e-6). Evaluated in numpy: no compilation."""
+    from bayeskern._compile import numpy_function
+    from bayeskern._gaussian_logp import GaussianLogp
+
+    X, t, _ = _data()
+    phi, S25 = _many_features()
+    base = 1.0 if kind == "scalar" else S25
+    with pm.Model() as model:
+        scale, s = pm.HalfNormal("scale", 2.0), pm.HalfNormal("s", 1.0)
+        bk.blr.likelihood("y", X=X, y=t, features=phi, prior_cov=scale * base, sigma=s, collapsed=True)
+    logp = model.logp(vars=[model["y"]])
+    f = numpy_function(model.value_vars, [logp, *pt.grad(logp, model.value_vars)])
+    ops = [n.op for n in f.maker.fgraph.apply_nodes]
+    assert any(isinstance(op, GaussianLogp) for op in ops)
+    z = np.array([np.log(1.7), np.log(0.2)])
+    value, *grad = f(*z)
+    expected = bk.blr.condition(phi, X, t, sigma=0.2, prior_cov=1.7 * base).log_marginal_likelihood
+    np.testing.assert_allclose(value, expected, rtol=1e-12)
+    h = 1e-6
+    for i in range(2):
+        step = np.eye(2)[i] * h
+        np.testing.assert_allclose(grad[i], (f(*(z + step))[0] - f(*(z - step))[0]) / (2 * h), rtol=1e-6)
 
 
 def test_explicit_weights_model_logp_is_prior_plus_likelihood():
