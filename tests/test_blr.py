@@ -22,6 +22,16 @@ def _data():
     return X, t, np.linspace(-0.1, 1.1, 7)[:, None]
 
 
+def _assert_is_the_reference(post, mN, SN, mean, cov, lml):
+    """A `BLRPosterior` against `ref.blr_posterior`'s numbers (RTOL, ATOL; the evidence to 1e-12)."""
+    np.testing.assert_allclose(post.weights_mean, mN, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(post.weights_cov, SN, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(post.mean, mean, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(post.cov, cov, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(post.var, np.diag(cov), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(post.log_marginal_likelihood, lml, rtol=1e-12)
+
+
 @pytest.mark.parametrize("prior_cov", [0.5, np.array([2.0, 1.0, 0.5, 0.25]), S4], ids=["scalar", "diagonal", "matrix"])
 @pytest.mark.parametrize("include_noise", [False, True])
 def test_posterior_matches_numpy_reference(prior_cov, include_noise):
@@ -32,12 +42,7 @@ def test_posterior_matches_numpy_reference(prior_cov, include_noise):
     mN, SN, mean, cov, lml = ref.blr_posterior(ref.poly_features_1d(X, 3), t, sigma, S, ref.poly_features_1d(Xs, 3))
     if include_noise:
         cov = cov + sigma**2 * np.eye(len(Xs))
-    np.testing.assert_allclose(post.weights_mean, mN, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(post.weights_cov, SN, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(post.mean, mean, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(post.cov, cov, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(post.var, np.diag(cov), rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(post.log_marginal_likelihood, lml, rtol=1e-12)
+    _assert_is_the_reference(post, mN, SN, mean, cov, lml)
 
 
 def _many_features(M: int = 25):
@@ -63,13 +68,7 @@ def test_fewer_points_than_features_give_the_weight_space_posterior(kind):
     assert solver._Psi is not None and solver._LB.shape == (15, 15)  # the n × n route
     Phi, Phi_new = phi(X), phi(Xs)
     mN, SN, mean, cov, lml = ref.blr_posterior(Phi, t, sigma, S, Phi_new)
-    p = solver.predict(Xs, full_cov=True)
-    np.testing.assert_allclose(solver.weights_mean, mN, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(solver.weights_cov, SN, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(p.mean, mean, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(p.cov, cov, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(p.var, np.diag(cov), rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(solver.log_marginal_likelihood, lml, rtol=1e-12)
+    _assert_is_the_reference(solver.posterior(Xs), mN, SN, mean, cov, lml)
     C_inv = np.linalg.inv(Phi @ S @ Phi.T + sigma**2 * np.eye(15))
     d, r = np.diag(C_inv), C_inv @ t  # log N(tᵢ | tᵢ − rᵢ/dᵢ, 1/dᵢ)   (R&W 5.10–5.12)
     np.testing.assert_allclose(solver.loo_log_predictive, norm.logpdf(t, t - r / d, np.sqrt(1 / d)), rtol=RTOL)
