@@ -126,7 +126,8 @@ def _elemwise_into_one_array(fgraph, node):
 #: PyTensor's Python linker with FAST_RUN's rewrites except elemwise fusion (a fused loop would run element by
 #: element in Python; PyTensor 3.3.8 added a second fusion for Numba, `fuse_indexed_into_elemwise`, whose
 #: FusedElemwise ops made a numpy-mode fit at n = 500 run 20–40× slower), plus `_clip_by_ufuncs`,
-#: `_inline_op_from_graph` and `_elemwise_into_one_array`: every Op runs its numpy/SciPy `perform`, so compiling costs the rewrites alone (~0.3 s) where Numba needs seconds per new graph — for graphs
+#: `_inline_op_from_graph`, `_halfnormal_from_numpy` and `_elemwise_into_one_array`: every Op runs its numpy/SciPy
+#: `perform`, so compiling costs the rewrites alone (~0.3 s) where Numba needs seconds per new graph — for graphs
 #: evaluated too few times, or on arrays too small, for Numba's compilation to pay for itself
 NUMPY = Mode(
     linker="py",

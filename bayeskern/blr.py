@@ -208,10 +208,13 @@ def _warn_if_far_from_zero(features, X: np.ndarray, Phi: np.ndarray) -> None:
 _NEGLIGIBLE_NOISE = 1e-6
 
 
-def _factor_precision(gram: np.ndarray, sigma: float, features, X: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
+def _factor_precision(
+    gram: np.ndarray, sigma: float, features, X: np.ndarray, t: np.ndarray, matrix: str = "B = I + ΨᵀΨ/σ²"
+) -> tuple[np.ndarray, float]:
     """L_B with B = I + G/(σ² + δ) = L_B L_Bᵀ, and the jitter δ added to C = ΨΨᵀ + σ²I's diagonal (0.0 if none).
 
-    `gram` G is ΨᵀΨ (M × M, B of the weights) or ΨΨᵀ (n × n, D of the data): tr G is the same, and so is the rule.
+    `gram` G is ΨᵀΨ (M × M, B of the weights) or ΨΨᵀ (n × n, D of the data; `matrix` names it in the error): tr G is the
+    same, and so is the rule.
     The package's rule (`_linalg`): B's eigenvalues are ≥ 1 in exact arithmetic, so a factorisation
     that fails or is singular to round-off means that rounding lost it. Far from zero (X's offset), that
     is the features spanning too many orders of magnitude: a ValueError naming `features` and X. Else it
@@ -231,8 +234,8 @@ def _factor_precision(gram: np.ndarray, sigma: float, features, X: np.ndarray, t
             announce_jitter("Phi Sigma Phi^T + sigma^2 I", jitter)
             return LB, jitter
     raise ValueError(
-        f"the features {features!r} of X are too ill-conditioned for float64: B = I + ΨᵀΨ/σ² (Ψ = φ(X)L, "
-        f"eigenvalues ≥ 1 in exact arithmetic) is not numerically positive definite; {_offset_advice(X)}"
+        f"the features {features!r} of X are too ill-conditioned for float64: {matrix} "
+        f"(Ψ = φ(X)L, eigenvalues ≥ 1 in exact arithmetic) is not numerically positive definite; {_offset_advice(X)}"
     )
 
 
@@ -317,7 +320,8 @@ class WeightSpaceBLR(Conditioned):
             self._noise_var = s2 = sigma**2 + jitter  # s² = σ² (+ jitter, C's diagonal as factorised)
             v = cho_solve(LB, _times_factor(rows.proj, L)) / s2  # v = B⁻¹Ψᵀt/s² = L⁻¹m_N
         else:
-            self._LB, self.jitter = LB, jitter = _factor_precision(self._Psi @ self._Psi.T, sigma, features, X, t)  # D = L_D L_Dᵀ
+            D_gram = self._Psi @ self._Psi.T  # ΨΨᵀ: D = I + ΨΨᵀ/s² = L_D L_Dᵀ
+            self._LB, self.jitter = LB, jitter = _factor_precision(D_gram, sigma, features, X, t, "D = I + ΨΨᵀ/σ²")
             self._noise_var = s2 = sigma**2 + jitter
             self._alpha = cho_solve(LB, t) / s2  # C⁻¹t = D⁻¹t/s²  (C = s²D)
             v = self._Psi.T @ self._alpha  # v = ΨᵀC⁻¹t = B⁻¹Ψᵀt/s² = L⁻¹m_N  (push-through)
