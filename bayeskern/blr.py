@@ -50,8 +50,8 @@ def _log_evidence_symbolic(t, Phi, S, sigma, n_by_n: bool = False):
     features), through C = ΦΣΦᵀ + σ²I itself by the marginal Gaussian's Op (`gaussian_logp`, exact gradient), O(n²M)."""
     n, M = Phi.shape[0], Phi.shape[1]
     if n_by_n:
-        S_factor = pt.broadcast_to(S, (M,)) if S.ndim < 2 else S
-        return gaussian_logp(pt.dot(_times_factor(Phi, S_factor), Phi.T), t, sigma**2)  # K = ΦΣΦᵀ (no √Σ: finite ∂ at 0)
+        Sigma = pt.broadcast_to(S, (M,)) if S.ndim < 2 else S  # a vector for diagonal Σ: ΦΣ scales Φ's columns
+        return gaussian_logp(pt.dot(_times_factor(Phi, Sigma), Phi.T), t, sigma**2)  # K = ΦΣΦᵀ (no √Σ: finite ∂ at 0)
     Psi = _times_factor(Phi, _prior_factor(S, M, pt))  # Ψ = Φ L
     LB = pt.linalg.cholesky(pt.eye(M) + pt.dot(Psi.T, Psi) / sigma**2)  # B = I + ΨᵀΨ/σ²
     v = pt.linalg.solve_triangular(LB, pt.linalg.solve_triangular(LB, pt.dot(Psi.T, t), lower=True), lower=True, trans=1)
@@ -261,13 +261,14 @@ class DesignRows:
     """Φ = φ(X) of the training inputs, by row blocks, with Φᵀt and ‖Φ‖²_F accumulated once, ΦᵀΦ when first read.
 
     `Phi`: Φ held whole (then it is the only block); None computes it from the feature map (M columns):
-    held whole if it fits in one block of BLOCK_ENTRIES, else streamed, ⌊BLOCK_ENTRIES / M⌋ rows at a
-    time, each block computed when needed and never kept.
+    held whole if it fits in one block of BLOCK_ENTRIES or has fewer rows than columns (then it is smaller than the
+    M × M matrices the solver would otherwise form), else streamed, ⌊BLOCK_ENTRIES / M⌋ rows at a time, each block
+    computed when needed and never kept.
     """
 
     def __init__(self, features, X: np.ndarray, t: np.ndarray, Phi: np.ndarray | None = None):
         self.M = Phi.shape[1] if Phi is not None else n_features(features, X.shape[1])
-        if Phi is None and len(X) * self.M <= BLOCK_ENTRIES:
+        if Phi is None and (len(X) * self.M <= BLOCK_ENTRIES or len(X) < self.M):
             Phi = design_matrix(features, X)
         self.features, self.X, self.Phi = features, X, Phi
         self.proj, self.sum_of_squares = np.zeros(self.M), 0.0
@@ -313,7 +314,8 @@ class WeightSpaceBLR(Conditioned):
         check_weight_precision(rows.sum_of_squares, S, sigma)
         n, M = len(t), rows.M
         self._prior_chol = L = _prior_factor(S, M, np)  # Σ = L Lᵀ
-        self._Psi = _times_factor(rows.Phi, L) if rows.Phi is not None and n < M else None  # Ψ = ΦL, for D
+        # Ψ = ΦL, for D (Φ is held whenever n < M); `_LB` is L_B, or L_D on the n × n route
+        self._Psi = _times_factor(rows.Phi, L) if rows.Phi is not None and n < M else None
         if self._Psi is None:
             gram = _times_factor(_times_factor(rows.gram, L).T, L)  # ΨᵀΨ = Lᵀ(ΦᵀΦ)L
             self._LB, self.jitter = LB, jitter = _factor_precision(gram, sigma, features, X, t)  # B = I + ΨᵀΨ/s² = L_B L_Bᵀ
@@ -341,7 +343,7 @@ class WeightSpaceBLR(Conditioned):
     def weights_cov(self) -> np.ndarray:
         if self._Psi is None:
             return self._G.T @ self._G  # S_N = GᵀG
-        W = self._through_data(None)  # W = L_D⁻¹Ψ/s: B⁻¹ = I − WᵀW (Woodbury)
+        W = solve_lower(self._LB, self._Psi) / np.sqrt(self._noise_var)  # W = L_D⁻¹Ψ/s: B⁻¹ = I − WᵀW (Woodbury)
         inner = np.eye(self._rows.M) - W.T @ W
         L = self._prior_chol.T
         S_N = _times_factor(_times_factor(inner, L).T, L).T  # S_N = L B⁻¹ Lᵀ
@@ -350,12 +352,6 @@ class WeightSpaceBLR(Conditioned):
     def _whitened(self, Phi: np.ndarray) -> np.ndarray:
         """L_B⁻¹Ψᵀ for the rows Φ (Ψ = ΦL): its columns' squared norms are ψᵀB⁻¹ψ, O(M² · rows)."""
         return solve_lower(self._LB, _times_factor(Phi, self._prior_chol).T)
-
-    def _through_data(self, Phi: np.ndarray | None) -> np.ndarray:
-        """U = L_D⁻¹ΨΨ*ᵀ/s for the rows Φ (n < M): ψᵀB⁻¹ψ′ = ψᵀψ′ − uᵀu′ (Woodbury, B⁻¹ = I − ΨᵀD⁻¹Ψ/s²), O(nM · rows);
-        Φ = None: W = L_D⁻¹Ψ/s itself."""
-        right = self._Psi if Phi is None else self._Psi @ _times_factor(Phi, self._prior_chol).T
-        return solve_lower(self._LB, right) / np.sqrt(self._noise_var)
 
     @property
     def gram_kernel(self):
@@ -367,8 +363,9 @@ class WeightSpaceBLR(Conditioned):
     def _from_features(self, Phi_new, full_cov):
         """Mean, variance and (with `full_cov`) covariance of f = Φ*w at the points whose features are `Phi_new`."""
         mean = Phi_new @ self.weights_mean  # y(x) = m_Nᵀ φ(x)   (PRML 3.58)
-        if self._Psi is not None:  # Φ*S_NΦ*ᵀ = Ψ*Ψ*ᵀ − UᵀU, U = L_D⁻¹ΨΨ*ᵀ/s
-            Psi_new, U = _times_factor(Phi_new, self._prior_chol), self._through_data(Phi_new)
+        if self._Psi is not None:  # Φ*S_NΦ*ᵀ = Ψ*Ψ*ᵀ − UᵀU, U = L_D⁻¹ΨΨ*ᵀ/s  (Woodbury, B⁻¹ = I − ΨᵀD⁻¹Ψ/s²), O(nmM)
+            Psi_new = _times_factor(Phi_new, self._prior_chol)
+            U = solve_lower(self._LB, self._Psi @ Psi_new.T) / np.sqrt(self._noise_var)
             var = np.maximum(np.sum(Psi_new**2, axis=1) - np.sum(U**2, axis=0), 0.0)  # a difference: clipped at 0
             return mean, var, (Psi_new @ Psi_new.T - U.T @ U if full_cov else None)
         H = self._whitened(Phi_new)  # H = GΦ*ᵀ = L_B⁻¹LᵀΦ*ᵀ: Φ*S_NΦ*ᵀ = HᵀH

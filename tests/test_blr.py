@@ -77,6 +77,30 @@ def test_fewer_points_than_features_give_the_weight_space_posterior(kind):
     np.testing.assert_allclose(draws.var(axis=0), np.diag(cov), rtol=5 * np.sqrt(2 / 4000))  # a variance's sd: var·√(2/N)
 
 
+def test_design_rows_hold_phi_with_fewer_rows_than_columns_and_stream_it_in_one_pass_otherwise(monkeypatch):
+    """With blocks of 100 entries: 15 rows × 25 features are held whole (fewer rows than columns: Φ is smaller than
+    any M × M matrix, and the solver takes the n × n route); 60 rows × 25 are streamed, 4 rows a block, and ΦᵀΦ is
+    accumulated in the same pass as Φᵀt — the feature map evaluated once per block, not again when ΦᵀΦ is read. ΦᵀΦ
+    equals numpy's product to round-off (sums of 60 terms in another order; bar 1e-12)."""
+    from bayeskern import blr as blr_module
+
+    monkeypatch.setattr(blr_module, "BLOCK_ENTRIES", 100)
+    phi, _ = _many_features()
+    X, t, _ = _data()
+    few = blr_module.DesignRows(phi, X, t)
+    assert few.Phi is not None and bk.blr.condition(phi, X, t, sigma=0.25, prior_cov=1.0)._Psi is not None
+    X60 = np.linspace(0, 1, 60)[:, None]
+    t60 = np.sin(6 * X60[:, 0])
+    calls = []
+    counted = lambda *a, **k: calls.append(1) or F.design_matrix(*a, **k)  # noqa: E731
+    monkeypatch.setattr(blr_module, "design_matrix", counted)
+    many = blr_module.DesignRows(phi, X60, t60)
+    gram = many.gram
+    assert many.Phi is None and len(calls) == 15  # 60 rows, 4 a block, one pass
+    Phi = phi(X60)
+    np.testing.assert_allclose(gram, Phi.T @ Phi, rtol=1e-12, atol=1e-12)
+
+
 def test_many_features_on_few_points_need_no_m_by_m_matrix():
     """30 points, M = 15 000 random Fourier features: B (M × M) would take 1.8 GB; the n × n route holds Φ (3.6 MB)
     and ΨΨᵀ. The posterior predictive and evidence equal the 30 × 30 numpy formulas (C = ΦΦᵀ + σ²I, cond ≈ 4e2:
