@@ -2,6 +2,7 @@
 
 import contextlib
 import threading
+import types
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 
@@ -17,13 +18,14 @@ from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.rewriting.basic import MergeOptimizer, in2out, node_rewriter
 from pytensor.graph.traversal import graph_inputs, io_toposort
+from pytensor.link.numba.linker import NumbaLinker
 from pytensor.scalar.basic import Add, Clip, Mul
 from pytensor.tensor.basic import Alloc, AllocEmpty
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random.basic import HalfNormalRV, normal
 from pytensor.tensor.type_other import NoneTypeT
 
-__all__ = ["NUMPY", "compiled", "compiled_graph", "data_stand_ins", "exact_arithmetic", "numpy_function", "numpy_mode", "same_structure"]
+__all__ = ["NUMBA_NOGIL", "NUMPY", "compiled", "compiled_graph", "data_stand_ins", "exact_arithmetic", "numpy_function", "numpy_mode", "same_structure"]
 
 @node_rewriter([Elemwise])
 def _clip_by_ufuncs(fgraph, node):
@@ -136,6 +138,30 @@ NUMPY = Mode(
         (in2out(_elemwise_into_one_array), 99.0),
     ),
 )
+
+
+class _GilReleasingNumbaLinker(NumbaLinker):
+    """PyTensor's Numba linker, its compiled function releasing the GIL while it runs (Numba's `nogil`), and cached
+    on disk apart from the function PyTensor's own linker makes of the same graph: Numba's cache index keys on the
+    signature and the bytecode, not on `nogil`, so under the same key either would load the other's."""
+
+    def jit_compile(self, fn_and_cache):
+        from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS
+        from pytensor.link.numba.dispatch.basic import numba_njit
+
+        fn, _ = fn_and_cache
+        key = CACHED_SRC_FUNCTIONS.get(fn.py_func)  # PyTensor's disk-cache key of the graph (None: not cacheable)
+        if key is None:
+            return numba_njit(fn.py_func, final_function=True, nogil=True)
+        original = fn.py_func
+        py_func = types.FunctionType(original.__code__, original.__globals__, original.__name__, original.__defaults__, original.__closure__)
+        CACHED_SRC_FUNCTIONS[py_func] = f"{key}_nogil"  # a copy of the function, under a key of its own
+        return numba_njit(py_func, final_function=True, cache=True, nogil=True)
+
+
+#: PyTensor's NUMBA mode (the same rewrites, so the same numbers) whose compiled functions release the GIL while they
+#: run: for a function several threads call at once, such as a log density nutpie's chains evaluate (`fit._nutpie`)
+NUMBA_NOGIL = Mode(linker=_GilReleasingNumbaLinker(), optimizer=get_mode("NUMBA").provided_optimizer)
 
 _MAX_ENTRIES = 512
 _CACHE: OrderedDict = OrderedDict()

@@ -251,7 +251,6 @@ def _lognormal_rbf_model(seed: int, n: int, ls_median: float = 0.2):
 
 
 def test_nutpie_compiles_once_per_model_structure_and_draws_what_pm_sample_draws(monkeypatch):
-    import nutpie
     from threadpoolctl import threadpool_limits
 
     from bayeskern._compile import exact_arithmetic
@@ -259,8 +258,8 @@ def test_nutpie_compiles_once_per_model_structure_and_draws_what_pm_sample_draws
 
     monkeypatch.setattr(_nutpie, "_MODELS", [])  # nothing compiled by earlier tests
     compiles = []
-    real = nutpie.compile_pymc_model
-    monkeypatch.setattr(nutpie, "compile_pymc_model", lambda model, **kw: compiles.append(model) or real(model, **kw))
+    real = _nutpie._compile
+    monkeypatch.setattr(_nutpie, "_compile", lambda model: compiles.append(model) or real(model))
     models = [_lognormal_rbf_model(0, 20), _lognormal_rbf_model(2, 31), _lognormal_rbf_model(3, 20, 0.3)]
     ours = [bk.fit.mcmc(model, draws=60, tune=60, chains=2, seed=7) for model in models]
     # the first model compiled; its callbacks reused for other data (31 rows); another prior (a different constant) compiled anew
@@ -274,15 +273,32 @@ def test_nutpie_compiles_once_per_model_structure_and_draws_what_pm_sample_draws
     np.testing.assert_array_equal(dt["observed_data"]["y"].values, theirs["observed_data"]["y"].values)
 
 
-def test_nutpie_models_whose_shapes_follow_the_data_are_compiled_each_time(monkeypatch):
-    import nutpie
+def test_the_log_density_nutpie_calls_is_the_models_and_a_non_finite_gradient_is_a_divergence():
+    from bayeskern.fit import _nutpie
 
+    model = _lognormal_rbf_model(0, 20)
+    compiled, reads = _nutpie._compile(model)
+    assert reads == {"y_X", "y_y"}
+    log_density = compiled._make_logp_func()  # what each of nutpie's chains calls
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()  # PyMC's own compilation of the model's log density
+    for z in np.random.default_rng(0).normal(0.0, 1.0, (5, 3)):
+        point = dict(zip([v.name for v in model.value_vars], z))
+        value, grad = log_density(z, **compiled._shared_data)
+        np.testing.assert_allclose(value, logp(point), rtol=1e-12)  # another compilation of one graph: round-off apart
+        np.testing.assert_allclose(grad, dlogp(point), rtol=1e-10, atol=1e-12)
+    # amp = e⁸⁰⁰ overflows: nutpie's cfunc returns code 3 there (a divergence), and so does this callback
+    with pytest.raises(_nutpie._BadPoint, match="not finite") as raised:
+        log_density(np.array([800.0, 0.0, 0.0]), **compiled._shared_data)
+    assert raised.value.is_recoverable
+
+
+def test_nutpie_models_whose_shapes_follow_the_data_are_compiled_each_time(monkeypatch):
     from bayeskern.fit import _nutpie
 
     monkeypatch.setattr(_nutpie, "_MODELS", [])
     compiles = []
-    real = nutpie.compile_pymc_model
-    monkeypatch.setattr(nutpie, "compile_pymc_model", lambda model, **kw: compiles.append(model) or real(model, **kw))
+    real = _nutpie._compile
+    monkeypatch.setattr(_nutpie, "_compile", lambda model: compiles.append(model) or real(model))
     runs = []
     for n in (20, 31):  # nutpie fixes a deterministic's size when it compiles; this one has n entries
         model = _lognormal_rbf_model(0, n)

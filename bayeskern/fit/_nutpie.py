@@ -1,14 +1,21 @@
-"""NUTS with nutpie, its model compiled once per model structure: a later model of that structure gets its own data.
+"""NUTS with nutpie: a model's log density compiled once per structure and cached on disk, later models get their data.
 
-nutpie compiles a model's log density and gradient into Numba callbacks that it does not cache: 6–8 s for the
-first model of a process and 3–4 s for each further one (a 20-point GP with three hyperparameters; the sampling
-itself took 0.1 s). A PyMC model of bayeskern holds its data in shared variables, so two models that differ
-only in their data share nutpie's compiled callbacks: `CompiledPyMCModel.with_data` points them at the new model's
-arrays (any number of rows, unless coords name the rows). "Same structure" is `bayeskern._compile`'s rule for
-every graph the package compiles (the same operations, constants and wiring from the value variables and the
-data), plus what nutpie fixes when it compiles besides the graphs: the variables' names and shapes, dims, coords,
-bound checks and the initial point. The draws are `pm.sample(nuts_sampler="nutpie")`'s with the same seed, to
-the last bit (its convergence checks off, as bk.fit.mcmc asks of pm.sample).
+`nutpie.compile_pymc_model` wraps the log density PyTensor compiles with Numba in two `numba.cfunc`s that Numba
+cannot cache (they reference the data's addresses): for the seeds' sum-kernel model at n = 200, 12.7 s in every process
+on a 2-core EPYC VM, 40.6 s on an empty compile cache (benchmarks/bench_nuts_compile.py), against seconds of sampling.
+Here the same PyTensor functions — nutpie's own `_make_functions`, the same rewrites and initial points — are compiled by
+PyTensor's Numba linker with the GIL released while they run (`bayeskern._compile.NUMBA_NOGIL`), which PyTensor caches on
+disk, and handed to nutpie's Python-callback interface (`nutpie.from_pyfunc`, what its JAX backend uses): 3.4 s in a
+later process, 30.4 s on an empty cache. Each call pays ~20 µs of Python; nutpie's chains, threads of this process, run
+the compiled code in parallel (sampling measured 5–25 % slower than through the cfuncs at n = 200, where a gradient
+costs ~1.4 ms). The log density and gradient are the cfuncs' to the bit, so the draws are
+`pm.sample(nuts_sampler="nutpie")`'s with the same seed (its convergence checks off, as bk.fit.mcmc asks of pm.sample).
+
+A PyMC model of bayeskern holds its data in shared variables, so two models that differ only in their data share one
+compiled model: `with_data` points it at the new model's arrays (any number of rows, unless coords name the rows).
+"Same structure" is `bayeskern._compile`'s rule for every graph the package compiles (the same operations, constants
+and wiring from the value variables and the data), plus what nutpie fixes when it compiles besides the graphs: the
+variables' names and shapes, dims, coords, bound checks and the initial point.
 """
 
 import threading
@@ -19,13 +26,13 @@ from pymc.backends.arviz import patch_nutpie_idata
 from pymc.sampling.parallel import _cpu_count
 from pymc.util import get_random_generator
 
-from bayeskern._compile import data_stand_ins, exact_arithmetic, numpy_mode, same_structure
+from bayeskern._compile import NUMBA_NOGIL, data_stand_ins, exact_arithmetic, numpy_mode, same_structure
 
 __all__ = ["sample"]
 
 #: the compiled models kept, most recently used last
 _MAX_MODELS = 16
-_MODELS: list = []  # (description, inputs, outputs, compiled model)
+_MODELS: list = []  # (description, inputs, outputs, compiled model, the names of the data it reads)
 _MODELS_LOCK = threading.Lock()
 
 
@@ -47,25 +54,79 @@ def sample(model, draws: int, tune: int, chains: int, seed: int, progressbar: bo
 
 def _compiled(model):
     """nutpie's compiled model of `model`: an earlier one of the same structure with this model's data, else compiled now."""
-    import nutpie
-
     shared, stand_ins, outputs = data_stand_ins([model.logp(), *model.replace_rvs_by_values(model.unobserved_RVs)])
     inputs = [*model.value_vars, *stand_ins]
     description = _description(model, shared, [*model.value_vars, *outputs[1:]])
     with _MODELS_LOCK:
         for k in range(len(_MODELS) - 1, -1, -1):
-            entry_description, entry_inputs, entry_outputs, compiled = _MODELS[k]
+            entry_description, entry_inputs, entry_outputs, compiled, reads = _MODELS[k]
             if description is not None and entry_description == description and same_structure((entry_inputs, entry_outputs), (inputs, outputs)):
                 _MODELS.append(_MODELS.pop(k))
-                known = {v.name for v in compiled.shared_var_keys}  # the data nutpie's functions read
-                return compiled.with_data(**{v.name: v.get_value() for v in shared if v.name in known})
-    with exact_arithmetic():  # no fastmath: the draws do not depend on what the compile cache holds
-        compiled = nutpie.compile_pymc_model(model, backend="numba")
+                return compiled.with_data(**_data([v for v in shared if v.name in reads]))
+    compiled, reads = _compile(model)
     if description is not None:
         with _MODELS_LOCK:
-            _MODELS.append((description, inputs, outputs, compiled))
+            _MODELS.append((description, inputs, outputs, compiled, reads))
             del _MODELS[:-_MAX_MODELS]
     return compiled
+
+
+def _compile(model):
+    """(what `nutpie.compile_pymc_model(model, backend="numba")` samples — the same functions, data and initial points —
+    on nutpie's Python-callback interface, the names of the data it reads). The functions are compiled on `NUMBA_NOGIL`
+    without fastmath: the draws do not depend on what the compile cache holds."""
+    from nutpie.compile_pymc import _make_functions, _prepare_dims_and_coords, _wrap_with_lock
+    from nutpie.compiled_pyfunc import from_pyfunc
+    from pymc.initial_point import make_initial_point_fn
+
+    initial_point = _wrap_with_lock(make_initial_point_fn(  # compile_pymc_model's: support points, jittered
+        model=model, default_strategy="support_point", jitter_rvs=set(model.free_RVs), return_transformed=True))
+    with exact_arithmetic():
+        n_dim, _, logp_fn, expand_fn, initial_point_fn, shape_info, reparameterized = _make_functions(
+            model, mode=NUMBA_NOGIL, compute_grad=True, join_expanded=False, pymc_initial_point_fn=initial_point)
+    names, _, shapes = shape_info
+    data = _data({*logp_fn.get_shared(), *expand_fn.get_shared()})
+    logp, logp_data = logp_fn.vm.jit_fn, [v.name for v in logp_fn.get_shared()]
+    expand, expand_data = expand_fn.vm.jit_fn, [v.name for v in expand_fn.get_shared()]
+    # Numba compiles (or loads from the cache) a function at its first call: here, not in the chains (a compile error
+    # raised here, not taken for a divergence). Any point will do; the origin of the unconstrained space
+    logp(np.zeros(n_dim), *[data[name] for name in logp_data]), expand(np.zeros(n_dim), *[data[name] for name in expand_data])
+
+    def make_logp():
+        def log_density(point, /, **data):  # positional only: a datum may be named anything
+            try:
+                value, grad = logp(point, *[data[name] for name in logp_data])
+            except Exception as err:  # noqa: BLE001 — as in nutpie's cfunc (its code 1): a divergence, not the end of the run
+                raise _BadPoint(f"the log density failed: {err}") from err
+            if not np.all(np.isfinite(grad)):  # the cfunc's code 3; a non-finite value (its code 4) nutpie checks itself
+                raise _BadPoint("the gradient is not finite")
+            return float(value), grad
+        return log_density
+
+    def make_expand(seed1, seed2, chain):
+        def draw(point, /, **data):
+            values = expand(point, *[data[name] for name in expand_data])
+            return {name: np.asarray(v, dtype=np.float64).reshape(shape) for name, v, shape in zip(names, values, shapes, strict=True)}
+        return draw
+
+    dims, coords = _prepare_dims_and_coords(model, shape_info, reparameterized)
+    compiled = from_pyfunc(
+        ndim=n_dim, make_logp_fn=make_logp, make_expand_fn=make_expand, make_initial_point_fn=initial_point_fn,
+        expanded_dtypes=[np.dtype(np.float64)] * len(names), expanded_shapes=shapes, expanded_names=names,
+        shared_data=data, dims=dims, coords=coords, reparameterized_names=reparameterized,
+    )
+    return compiled, frozenset(data)
+
+
+class _BadPoint(Exception):
+    """A point where the log density failed or its gradient is not finite: nutpie counts it as a divergence."""
+
+    is_recoverable = True  # read by nutpie's Python-callback interface
+
+
+def _data(shared) -> dict:
+    """name → a C-ordered copy of each shared variable's value, as nutpie's compiled models hold their data."""
+    return {v.name: np.array(v.get_value(), order="C", copy=True) for v in shared}
 
 
 def _description(model, shared: list, sampled: list) -> tuple | None:

@@ -40,8 +40,8 @@ def mcmc(
     `bayeskern.gp.marginal_likelihood` or `bayeskern.blr.likelihood(collapsed=True)`.
     `sampler`: "nutpie" (default; falls back to "pymc" with a warning if nutpie is not installed) or
     "pymc". The same `seed` gives identical draws. Extra keyword arguments go to `pm.sample`. With nutpie (and no
-    keyword but `target_accept`) the draws are `pm.sample`'s, its compiled model reused by every later model of
-    the same structure in this process (`bayeskern.fit._nutpie`: 3–8 s of compiling saved per model).
+    keyword but `target_accept`) the draws are `pm.sample`'s, from a log density compiled once per structure and cached
+    on disk (`bayeskern.fit._nutpie`: 2–4 s where `pm.sample` compiles for ~12 s in every process).
 
     Groups: `posterior`, `sample_stats`, `observed_data` (from PyMC), `log_likelihood` and
     `posterior_predictive`. `log_likelihood[y]` (chain, draw, y_dim_0) is log p(tᵢ | t₋ᵢ, θ) — the exact

@@ -1,0 +1,74 @@
+"""What NUTS costs before its first draw: nutpie's compile of the seeds' sum-kernel model, bayeskern's against pm.sample's.
+
+Each run is a fresh process that builds bench_mcmc.py's bayeskern model (n = 200) and compiles it for nutpie, one way:
+"bayeskern" — `bayeskern.fit._nutpie`'s compile (what `bk.fit.mcmc` runs: PyTensor's Numba functions with the GIL
+released, cached on disk, on nutpie's Python-callback interface); "nutpie" — `nutpie.compile_pymc_model(model)` (what
+`pm.sample(nuts_sampler="nutpie")` runs: the same functions wrapped in two `numba.cfunc`s that Numba cannot cache), both
+without fastmath, as `bk.fit.mcmc` compiles. "cold": `PYTENSOR_FLAGS=base_compiledir=<a new empty folder>`, as on a new
+machine; "warm": a folder an earlier run filled. The variants alternate within each round; medians of `--runs`.
+The child prints its compile seconds (time.perf_counter around the compile alone); the whole process is timed too.
+
+    .venv/bin/python benchmarks/bench_nuts_compile.py --runs 3
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CHILD = """
+import sys, time, warnings
+warnings.simplefilter("ignore")
+sys.path.insert(0, {here!r})
+import bayeskern as bk
+from bench_mcmc import bayeskern_model
+from bayeskern._compile import exact_arithmetic
+X, y = bk.datasets.sinusoid(200, 0.2, seed=200)
+model = bayeskern_model(X, y)
+t0 = time.perf_counter()
+if sys.argv[1] == "bayeskern":
+    from bayeskern.fit import _nutpie
+    _nutpie._compiled(model)
+else:
+    import nutpie
+    with exact_arithmetic():
+        nutpie.compile_pymc_model(model, backend="numba")
+print(f"{{time.perf_counter() - t0:.3f}}")
+"""
+
+
+def run(way: str, compiledir: str) -> tuple[float, float]:
+    """(whole-process seconds, compile seconds) of one child."""
+    env = dict(os.environ, PYTENSOR_FLAGS=f"base_compiledir={compiledir}")
+    code = CHILD.format(here=str(Path(__file__).resolve().parent))
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code, way], env=env, capture_output=True, text=True, check=True)
+    return time.perf_counter() - started, float(done.stdout.split()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    runs = parser.parse_args().runs
+    warm = {way: tempfile.mkdtemp(prefix=f"bk_warm_{way}_") for way in ("bayeskern", "nutpie")}
+    for way, folder in warm.items():
+        run(way, folder)  # fills it
+    rows: dict = {}
+    for _ in range(runs):
+        for way in ("bayeskern", "nutpie"):
+            rows.setdefault((way, "cold"), []).append(run(way, tempfile.mkdtemp(prefix="bk_cold_")))
+            rows.setdefault((way, "warm"), []).append(run(way, warm[way]))
+    print("| compile | cache | compile s (median, min–max) | whole process s (median) |")
+    print("|---|---|---|---|")
+    for (way, cache), results in sorted(rows.items(), key=lambda item: (item[0][1], item[0][0])):
+        compile_s = [c for _, c in results]
+        print(f"| {way} | {cache} | {statistics.median(compile_s):.2f} ({min(compile_s):.2f}–{max(compile_s):.2f}) "
+              f"| {statistics.median(w for w, _ in results):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
