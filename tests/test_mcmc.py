@@ -292,6 +292,28 @@ def test_the_log_density_nutpie_calls_is_the_models_and_a_non_finite_gradient_is
     assert raised.value.is_recoverable
 
 
+def test_the_chains_run_in_parallel_on_every_available_core(monkeypatch):
+    import os
+
+    import nutpie
+
+    from bayeskern.fit import _nutpie
+
+    asked = {}
+
+    def stop(compiled, **options):  # the options nutpie is called with; no sampling
+        asked.update(options)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(nutpie, "sample", stop)
+    monkeypatch.setattr(_nutpie, "_compiled", lambda model: None)
+    for chains in (1, 4):
+        with pytest.raises(KeyboardInterrupt):
+            _nutpie.sample(None, draws=10, tune=10, chains=chains, seed=0, progressbar=False)
+        # pm.sample would take half the cores (PyMC counts every other one a hyperthread): one on a 2-core machine
+        assert asked["cores"] == min(chains, len(os.sched_getaffinity(0)))
+
+
 def test_nutpie_models_whose_shapes_follow_the_data_are_compiled_each_time(monkeypatch):
     from bayeskern.fit import _nutpie
 

@@ -18,12 +18,12 @@ and wiring from the value variables and the data), plus what nutpie fixes when i
 variables' names and shapes, dims, coords, bound checks and the initial point.
 """
 
+import os
 import threading
 import time
 
 import numpy as np
 from pymc.backends.arviz import patch_nutpie_idata
-from pymc.sampling.parallel import _cpu_count
 from pymc.util import get_random_generator
 
 from bayeskern._compile import NUMBA_NOGIL, data_stand_ins, exact_arithmetic, numpy_mode, same_structure
@@ -38,18 +38,25 @@ _MODELS_LOCK = threading.Lock()
 
 def sample(model, draws: int, tune: int, chains: int, seed: int, progressbar: bool, target_accept: float | None = None):
     """What `pm.sample(draws, tune, chains, random_seed=seed, nuts_sampler="nutpie")` returns, the same draws, with
-    nutpie's compiled model reused from an earlier model of the same structure."""
+    nutpie's compiled model reused from an earlier model of the same structure, and a chain per available core."""
     import nutpie
 
     compiled = _compiled(model)
-    # pm.sample's seeds and cores: one seed per chain from `seed`, nutpie takes the first; at most 4 cores, one per chain
+    # pm.sample's seeds: one per chain from `seed`, nutpie takes the first. The chains run in parallel on every core
+    # this process may use, where pm.sample uses half of them (PyMC's `_cpu_count` takes every other core for a
+    # hyperthread: on a 2-core machine, one core, the chains one after the other). The draws do not depend on it
     first_seed = int([rng.integers(2**30) for rng in get_random_generator(seed).spawn(chains)][0])
     started = time.time()
-    idata = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains, cores=min(4, _cpu_count(), chains), seed=first_seed,
+    idata = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains, cores=min(_cores(), chains), seed=first_seed,
                           save_warmup=False, store_unconstrained=False, progress_bar=progressbar,
                           **({} if target_accept is None else {"target_accept": target_accept}))
     patch_nutpie_idata(idata, model, sampling_time=time.time() - started)
     return idata
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _compiled(model):
