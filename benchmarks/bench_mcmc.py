@@ -63,6 +63,7 @@ def pymc_model(X, y):
 def run(model, args, seed, ours):
     t0 = time.perf_counter()
     if ours:  # bayeskern.fit.mcmc's sampling step (its compile, one BLAS thread per chain, no fastmath), no LOO
+        _nutpie._MODELS.clear()  # compiled anew each run (from PyTensor's disk cache, as in a new process), as PyMC's is
         with threadpool_limits(1), exact_arithmetic():
             dt = _nutpie.sample(model, args.draws, args.tune, args.chains, seed, progressbar=False)
     elif args.tuned_peer:  # PyMC with bayeskern's settings: a chain per core, one BLAS thread per chain
