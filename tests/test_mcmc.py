@@ -274,17 +274,19 @@ def test_nutpie_compiles_once_per_model_structure_and_draws_what_pm_sample_draws
 
 
 def test_the_log_density_nutpie_calls_is_the_models_and_a_non_finite_gradient_is_a_divergence():
+    from bayeskern._compile import NUMPY
     from bayeskern.fit import _nutpie
 
     model = _lognormal_rbf_model(0, 20)
     compiled, reads = _nutpie._compile(model)
     assert reads == {"y_X", "y_y"}
     log_density = compiled._make_logp_func()  # what each of nutpie's chains calls
-    logp, dlogp = model.compile_logp(), model.compile_dlogp()  # PyMC's own compilation of the model's log density
+    # the model's log density as PyMC compiles it, on PyTensor's Python linker: every Op's own `perform`, not Numba
+    logp, dlogp = model.compile_logp(mode=NUMPY), model.compile_dlogp(mode=NUMPY)
     for z in np.random.default_rng(0).normal(0.0, 1.0, (5, 3)):
         point = dict(zip([v.name for v in model.value_vars], z))
         value, grad = log_density(z, **compiled._shared_data)
-        np.testing.assert_allclose(value, logp(point), rtol=1e-12)  # another compilation of one graph: round-off apart
+        np.testing.assert_allclose(value, logp(point), rtol=1e-12)  # numpy and Numba: round-off apart
         np.testing.assert_allclose(grad, dlogp(point), rtol=1e-10, atol=1e-12)
     # amp = e⁸⁰⁰ overflows: nutpie's cfunc returns code 3 there (a divergence), and so does this callback
     with pytest.raises(_nutpie._BadPoint, match="not finite") as raised:
