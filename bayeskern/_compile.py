@@ -25,7 +25,7 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random.basic import HalfNormalRV, normal
 from pytensor.tensor.type_other import NoneTypeT
 
-__all__ = ["NUMBA_NOGIL", "NUMPY", "compiled", "compiled_graph", "data_stand_ins", "exact_arithmetic", "numpy_function", "numpy_mode", "same_structure"]
+__all__ = ["NUMBA_NOGIL", "NUMPY", "compiled", "compiled_graph", "data_stand_ins", "exact_arithmetic", "numpy_function", "numpy_mode", "same_structure", "split_off_data"]
 
 @node_rewriter([Elemwise])
 def _clip_by_ufuncs(fgraph, node):
@@ -348,6 +348,34 @@ class _Hoisted:
                 computed = [np.array(v) for v in computed]  # a copy: the compiled function may reuse its output
                 kept.store(data, computed)
         return self.main(*values, *computed, *data)
+
+
+def split_off_data(function) -> tuple[Callable, Callable, list[str]] | None:
+    """A function compiled on Numba, of inputs and data (shared variables), as two compiled functions that give its
+    outputs to the bit: `data_part(*data)`, the values computed from the data alone that the rest reads, and
+    `main(*inputs, *those values, *data)`, the outputs; with the names of the data, in order. For a function called
+    many times on the same data (a log density in a sampler: the pairs of points and the inputs gathered at them
+    would otherwise be recomputed at every call). Both are compiled on `NUMBA_NOGIL` from the graph `function` was
+    rewritten to, as it is, so with the same arithmetic (rewriting the parts apart could change the last bits, as it
+    does for `_Hoisted`). None where nothing is computed from the data alone, or an in-place operation would
+    overwrite such a value."""
+    graph = function.maker.fgraph
+    data = [v for v in graph.inputs if isinstance(v, SharedVariable)]
+    inputs = [v for v in graph.inputs if not isinstance(v, SharedVariable)]
+    reads = _data_only_reads(inputs, list(graph.outputs))
+    destroyed = {node.inputs[i] for node in graph.apply_nodes for positions in getattr(node.op, "destroy_map", {}).values() for i in positions}
+    if not reads or destroyed.intersection(reads):
+        return None
+    data_stand_ins, read_stand_ins = [v.type(name=v.name) for v in data], [v.type() for v in reads]
+    on_stand_ins = dict(zip(data, data_stand_ins, strict=True))
+    as_rewritten = Mode(linker=NUMBA_NOGIL.linker, optimizer=None)
+    with exact_arithmetic():
+        data_part = pytensor.function(data_stand_ins, graph_replace(reads, on_stand_ins, strict=False), mode=as_rewritten,
+                                      accept_inplace=True, on_unused_input="ignore")
+        main = pytensor.function(inputs + read_stand_ins + data_stand_ins, graph_replace(
+            list(graph.outputs), {**on_stand_ins, **dict(zip(reads, read_stand_ins, strict=True))}, strict=False),
+            mode=as_rewritten, accept_inplace=True, on_unused_input="ignore")
+    return data_part.vm.jit_fn, main.vm.jit_fn, [v.name for v in data]
 
 
 def _data_only_reads(inputs: list, outputs: list) -> list:

@@ -59,3 +59,36 @@ def test_the_nogil_mode_releases_the_gil_and_is_cached_apart_from_pytensors_numb
     [again] = _probe(tmp_path, "nogil")
     assert again["cache_hits"] == 1 and again["cache_misses"] == 0
     assert again["ticks"] > 5 * held["ticks"], (held, again)
+
+
+def test_a_function_split_off_its_data_gives_its_numbers_to_the_bit():
+    import numpy as np
+    import pytensor
+    import pytensor.tensor as pt
+
+    from bayeskern._compile import NUMBA_NOGIL, exact_arithmetic, split_off_data
+
+    rng = np.random.default_rng(0)
+    data = {"X": rng.normal(size=(30, 1)), "y": rng.normal(size=30)}
+    X, y = (pytensor.shared(value, name=name) for name, value in data.items())
+    theta = pt.dvector("theta")
+    i, j = np.tril_indices(30, -1)
+    # a kernel over the pairs of rows, as bayeskern's kernels are built: the rows gathered at the pairs depend on X alone
+    log_density = pt.sum(theta[0] * pt.exp(-theta[1] * (X[i][:, 0] - X[j][:, 0]) ** 2) * y[i] * y[j]) - pt.sum(theta**2)
+    with exact_arithmetic():
+        whole = pytensor.function([theta], [log_density, pytensor.grad(log_density, theta)], mode=NUMBA_NOGIL)
+        nothing_from_data = pytensor.function([theta], pt.sum(theta**2), mode=NUMBA_NOGIL)
+        # the gathered rows scaled in place: a value computed once could not be passed to every call
+        overwritten = pytensor.function([theta], X[i][:, 0] * theta[0], mode=NUMBA_NOGIL)
+    data_part, main, names = split_off_data(whole)
+    assert names == ["X", "y"]
+    arrays = [data[name] for name in names]
+    values = data_part(*arrays)
+    assert len(values) >= 2  # the rows of X at i and at j, at least
+    for point in rng.normal(size=(10, 2)):
+        value, grad = whole(point)
+        main_value, main_grad = main(point, *values, *arrays)
+        assert main_value == value  # the same compiled arithmetic: equal, not close
+        np.testing.assert_array_equal(main_grad, grad)
+    assert split_off_data(nothing_from_data) is None
+    assert split_off_data(overwritten) is None

@@ -274,7 +274,7 @@ def test_nutpie_compiles_once_per_model_structure_and_draws_what_pm_sample_draws
 
 
 def test_the_log_density_nutpie_calls_is_the_models_and_a_non_finite_gradient_is_a_divergence():
-    from bayeskern._compile import NUMPY
+    from bayeskern._compile import NUMPY, data_stand_ins
     from bayeskern.fit import _nutpie
 
     model = _lognormal_rbf_model(0, 20)
@@ -288,6 +288,17 @@ def test_the_log_density_nutpie_calls_is_the_models_and_a_non_finite_gradient_is
         value, grad = log_density(z, **compiled._shared_data)
         np.testing.assert_allclose(value, logp(point), rtol=1e-12)  # numpy and Numba: round-off apart
         np.testing.assert_allclose(grad, dlogp(point), rtol=1e-10, atol=1e-12)
+    # another model's data (`with_data`, n = 30): what depends on the data alone is computed again for the new arrays
+    other = _lognormal_rbf_model(1, 30)
+    other_logp, other_dlogp = other.compile_logp(mode=NUMPY), other.compile_dlogp(mode=NUMPY)
+    other_data = _nutpie._data(data_stand_ins([other.logp()])[0])  # its shared data variables, y_X and y_y
+    assert other_data.keys() == compiled._shared_data.keys()
+    for data, (ref, dref) in ((other_data, (other_logp, other_dlogp)), (compiled._shared_data, (logp, dlogp))):
+        z = np.array([0.3, -0.2, 0.1])
+        point = dict(zip([v.name for v in model.value_vars], z))
+        value, grad = log_density(z, **data)
+        np.testing.assert_allclose(value, ref(point), rtol=1e-12)
+        np.testing.assert_allclose(grad, dref(point), rtol=1e-10, atol=1e-12)
     # amp = e⁸⁰⁰ overflows: nutpie's cfunc returns code 3 there (a divergence), and so does this callback
     with pytest.raises(_nutpie._BadPoint, match="not finite") as raised:
         log_density(np.array([800.0, 0.0, 0.0]), **compiled._shared_data)

@@ -26,7 +26,7 @@ import numpy as np
 from pymc.backends.arviz import patch_nutpie_idata
 from pymc.util import get_random_generator
 
-from bayeskern._compile import NUMBA_NOGIL, data_stand_ins, exact_arithmetic, numpy_mode, same_structure
+from bayeskern._compile import NUMBA_NOGIL, data_stand_ins, exact_arithmetic, numpy_mode, same_structure, split_off_data
 
 __all__ = ["sample"]
 
@@ -93,16 +93,18 @@ def _compile(model):
             model, mode=NUMBA_NOGIL, compute_grad=True, join_expanded=False, pymc_initial_point_fn=initial_point)
     names, _, shapes = shape_info
     data = _data({*logp_fn.get_shared(), *expand_fn.get_shared()})
-    logp, logp_data = logp_fn.vm.jit_fn, [v.name for v in logp_fn.get_shared()]
+    new_logp, logp_data = _logp_on_data(logp_fn)
     expand, expand_data = expand_fn.vm.jit_fn, [v.name for v in expand_fn.get_shared()]
     # Numba compiles (or loads from the cache) a function at its first call: here, not in the chains (a compile error
     # raised here, not taken for a divergence). Any point will do; the origin of the unconstrained space
-    logp(np.zeros(n_dim), *[data[name] for name in logp_data]), expand(np.zeros(n_dim), *[data[name] for name in expand_data])
+    new_logp()(np.zeros(n_dim), [data[name] for name in logp_data]), expand(np.zeros(n_dim), *[data[name] for name in expand_data])
 
     def make_logp():
+        logp = new_logp()
+
         def log_density(point, /, **data):  # positional only: a datum may be named anything
             try:
-                value, grad = logp(point, *[data[name] for name in logp_data])
+                value, grad = logp(point, [data[name] for name in logp_data])
             except Exception as err:  # noqa: BLE001 — as in nutpie's cfunc (its code 1): a divergence, not the end of the run
                 raise _BadPoint(f"the log density failed: {err}") from err
             if not np.all(np.isfinite(grad)):  # the cfunc's code 3; a non-finite value (its code 4) nutpie checks itself
@@ -123,6 +125,28 @@ def _compile(model):
         shared_data=data, dims=dims, coords=coords, reparameterized_names=reparameterized,
     )
     return compiled, frozenset(data)
+
+
+def _logp_on_data(logp_fn):
+    """(a maker of `logp(point, data arrays) -> (log density, gradient)`, the data's names, in order). What depends on the
+    data alone (the pairs of points, the inputs gathered at them) is computed once per data arrays (`split_off_data`;
+    nutpie passes the same arrays to every call of a chain's function): at n = 500, 16.1 → 12.2 ms per gradient."""
+    split = split_off_data(logp_fn)
+    if split is None:
+        whole = logp_fn.vm.jit_fn
+        return (lambda: lambda point, arrays: whole(point, *arrays)), [v.name for v in logp_fn.get_shared()]
+    data_part, main, names = split
+
+    def new_logp():
+        kept = [(), ()]  # the arrays last seen, their data-only values
+
+        def logp(point, arrays):
+            if len(arrays) != len(kept[0]) or any(a is not b for a, b in zip(arrays, kept[0], strict=True)):
+                values = data_part(*arrays)
+                kept[:] = arrays, (values if isinstance(values, tuple) else (values,))
+            return main(point, *kept[1], *arrays)
+        return logp
+    return new_logp, names
 
 
 class _BadPoint(Exception):
