@@ -1,6 +1,8 @@
 """Compile a PyTensor graph once per structure and reuse it: the one path from symbols to numbers."""
 
 import contextlib
+import math
+import sys
 import threading
 import types
 from collections import OrderedDict
@@ -70,8 +72,62 @@ def _inline_op_from_graph(fgraph, node):
 #: memory the allocator hands back at once to the next large array, and saving them moved the page faults elsewhere.
 #: Measured per EB evaluation without this floor, medians of 2–3 fresh processes alternated with the plain Elemwise:
 #: sum kernel n = 500 (125 250 pairs) 12.5 → 13.8 ms, n = 1000 55.5 → 54.3, n = 2000 242 → 226; additive kernel
-#: n = 500 30.7 → 30.8, n = 1000 131 → 124, n = 2000 542 → 461
+#: n = 500 30.7 → 30.8, n = 1000 131 → 124, n = 2000 542 → 461. Inside `reused_arrays` the floor is REUSE_MIN_SIZE:
+#: there the array written into is kept memory, not new pages
 ONE_ARRAY_MIN_SIZE = 2**18
+
+
+#: from this many entries (128 KiB of float64, where glibc starts to map memory apart) an elementwise result is taken from `reused_arrays` while one is open
+REUSE_MIN_SIZE = 2**14
+#: `reused_arrays` keeps at most this many bytes; beyond, results are allocated as usual
+REUSE_MAX_BYTES = 2**30
+
+
+class _ReusedArrays:
+    """Inside this block (in any thread), the large elementwise results of numpy-mode functions (`_IntoOneArray`) are
+    arrays kept from earlier evaluations that nothing else holds any more, instead of new memory.
+
+    Each evaluation of an objective over the pairs of points frees and allocates the same arrays again; the allocator
+    returns freed memory at the top of its heap to the system and every new page costs a page fault: measured at
+    n = 500 on the 11-parameter additive kernel, ~6300 page faults per evaluation and 60–70 ms of it, against
+    31–46 ms with glibc told to keep its memory (MALLOC_TRIM_THRESHOLD_). That setting would reach every array of the
+    process; this block keeps only these arrays, only while it is open (an empirical-Bayes fit), and lets them go at its
+    end. An array is free when its only references are the block's own (no view of it, no storage holds it).
+    """
+
+    def __init__(self):
+        self.lock, self.depth, self.arrays, self.nbytes = threading.Lock(), 0, {}, 0
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self.lock:
+            self.depth += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.depth -= 1
+                if self.depth == 0:
+                    self.arrays, self.nbytes = {}, 0
+
+    def empty(self, shape: tuple, dtype) -> np.ndarray:
+        """A free kept array of this shape and dtype, else a new one (kept while the block is open)."""
+        dtype = np.dtype(dtype)
+        if self.depth == 0 or math.prod(shape) < REUSE_MIN_SIZE:
+            return np.empty(shape, dtype=dtype)
+        with self.lock:  # taking one is not atomic under the GIL: two threads could find the same array free
+            kept = self.arrays.setdefault((shape, dtype), [])
+            for k in range(len(kept)):
+                if sys.getrefcount(kept[k]) == 2:  # the list's reference and getrefcount's argument: nothing else holds it
+                    return kept[k]
+            out = np.empty(shape, dtype=dtype)
+            if self.depth > 0 and self.nbytes + out.nbytes <= REUSE_MAX_BYTES:
+                kept.append(out)
+                self.nbytes += out.nbytes
+            return out
+
+
+reused_arrays = _ReusedArrays()
 
 
 class _IntoOneArray(Elemwise):
@@ -86,7 +142,8 @@ class _IntoOneArray(Elemwise):
     """
 
     def perform(self, node, inputs, output_storage):
-        if max(np.size(x) for x in inputs) < ONE_ARRAY_MIN_SIZE:  # (a result as large by broadcasting alone: the same)
+        largest = max(np.size(x) for x in inputs)  # (a result as large by broadcasting alone: the same)
+        if largest < ONE_ARRAY_MIN_SIZE and (reused_arrays.depth == 0 or largest < REUSE_MIN_SIZE):
             return super().perform(node, inputs, output_storage)
         variadic = isinstance(self.scalar_op, Add | Mul) and len(inputs) > 2
         self._check_runtime_broadcast(node, inputs)
@@ -96,7 +153,7 @@ class _IntoOneArray(Elemwise):
         if isinstance(target, np.ndarray) and target.shape == shape and target.dtype == dtype and target.flags.writeable:
             out = target
         else:
-            out = np.empty(shape, dtype=dtype)
+            out = reused_arrays.empty(shape, dtype)
         ufunc = getattr(np, self.nfunc_spec[0])
         with np.errstate(all="ignore"):
             if variadic:

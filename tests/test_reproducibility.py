@@ -197,6 +197,32 @@ def test_the_numpy_mode_writes_each_elementwise_result_into_one_array_with_the_s
         np.testing.assert_array_equal(got, want)
 
 
+def test_inside_reused_arrays_a_result_is_written_into_an_array_only_once_nothing_holds_it():
+    """`reused_arrays`: the numpy mode's large elementwise results go into arrays kept from earlier calls that nothing
+    else holds any more: the same numbers, bit for bit; a result a caller still holds is never written over; the arrays
+    kept do not grow from one call to the next; the block lets them go at its end."""
+    from bayeskern._compile import NUMPY, REUSE_MIN_SIZE, reused_arrays
+
+    x, a = pt.vector("x"), pt.scalar("a")
+    u = pt.exp(-0.5 * x**2 / a)
+    outputs = [u * x + a, pt.sum(u * pt.sin(x) * a)]  # a large result returned to the caller, and a reduction
+    with numpy_mode():
+        f = pytensor.function([x, a], outputs, mode=NUMPY)
+    xv = np.random.default_rng(0).standard_normal(REUSE_MIN_SIZE + 1)
+    want = [f(xv, a) for a in (0.7, 1.3, 2.1)]  # outside the block: new arrays
+    with reused_arrays():
+        first = f(xv, 0.7)
+        kept = sum(len(v) for v in reused_arrays.arrays.values())
+        assert kept >= 1
+        second, third = f(xv, 1.3), f(xv, 2.1)
+        assert sum(len(v) for v in reused_arrays.arrays.values()) <= kept + 2  # the results held here, not a copy per call
+        for got, expected in zip((first, second, third), want, strict=True):
+            for g, w in zip(got, expected, strict=True):
+                np.testing.assert_array_equal(g, w)  # first and second still hold their own numbers
+        assert not np.shares_memory(first[0], second[0]) and not np.shares_memory(second[0], third[0])
+    assert reused_arrays.arrays == {} and reused_arrays.nbytes == 0
+
+
 @pytest.mark.parametrize("loc, scale, size, dtype", [
     (0.0, 2.0, None, "float64"), (np.array([0.0, 1.0]), np.array([[1.0], [2.0], [3.0]]), None, "float64"),
     (0.5, np.array([1.0, 4.0]), (5, 2), "float64"), (0.5, np.array([1.0, 4.0]), (50, 2), "float32")])

@@ -18,7 +18,7 @@ from pymc.pytensorf import find_rng_nodes, join_nonshared_inputs, replace_rng_no
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
-from bayeskern._compile import NUMPY, compiled_graph, numpy_mode
+from bayeskern._compile import NUMPY, compiled_graph, numpy_mode, reused_arrays
 from bayeskern._gaussian_logp import GaussianLogp
 from bayeskern._json import jsonable
 from bayeskern._validation import check_flag, check_integer, check_model, check_seed
@@ -539,8 +539,9 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
     plug_in = PlugIn(model, record)
     _check_initial_point(objective)
     compile_seconds = time.perf_counter() - started
-    runs = _optimise(model, objective, restarts, seed, maxiter)
-    runs, plug_in = _refine(obs, objective, plug_in, runs, maxiter)
+    with reused_arrays():  # the objective's large temporaries kept from one evaluation to the next, let go at the end
+        runs = _optimise(model, objective, restarts, seed, maxiter)
+        runs, plug_in = _refine(obs, objective, plug_in, runs, maxiter)
     result = _result(objective, plug_in, runs, include_prior, time_started=started, compile_seconds=compile_seconds)
     objective.forget()  # the result keeps the objective for its Laplace approximation, not the values of its data
     _warn(result)
