@@ -18,6 +18,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from scipy.linalg import lapack
 
+from bayeskern._compile import reused_arrays
 from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI
 
 __all__ = ["GaussianLogp", "gaussian_logp"]
@@ -25,20 +26,23 @@ __all__ = ["GaussianLogp", "gaussian_logp"]
 _JITTER_STEPS = np.asarray(JITTER_STEPS, dtype=np.float64)
 
 
-def _factor_scipy(K, noise_var: float, use_jitter: bool):
+def _factor_scipy(K, noise_var: float, use_jitter: bool, lower):
     """(U, jitter, step) with C + jitter·I = UᵀU from K's lower triangle, as `_logp_and_gradients` does.
 
     The same LAPACK calls on the same memory layout as the Numba implementation: C's lower triangle in
     C order is, read through its transpose (Fortran order, no copy), the upper triangle LAPACK factorises
     in place ("U"); U is returned in Fortran order. Every n × n array this allocates costs page faults
-    on first touch (half the time of this function at n = 500 before it worked in place).
+    on first touch (half the time of this function at n = 500 before it worked in place); inside `reused_arrays` they
+    are kept from earlier calls. `lower`: the n × n mask of the lower triangle, diagonal included.
     jitter = step · mean(diag C); `step` is 0.0 where no jitter was needed or the mean diagonal is not a
     positive number (then jitter is relative to 1 and does not depend on C). (None, 0.0, 0.0) if none works.
     """
     n = K.shape[0]
 
-    def lower_C():  # C's lower triangle, from K's only (LAPACK's convention), zeros above
-        C = np.tril(K)
+    def lower_C():  # C's lower triangle, from K's only (LAPACK's convention), zeros above: np.tril(K), in kept memory
+        C = reused_arrays.empty((n, n), np.float64)
+        C.fill(0.0)
+        np.copyto(C, K, where=lower)
         C[np.diag_indices(n)] += noise_var  # C = K + σ²I   (PRML 6.62)
         return C
 
@@ -46,8 +50,8 @@ def _factor_scipy(K, noise_var: float, use_jitter: bool):
     scale = np.trace(C) / n if n else 0.0
     scale_from_C = bool(np.isfinite(scale) and scale > 0.0)
     scale = scale if scale_from_C else 1.0
-    magnitude = np.abs(C)  # ‖C‖₁ for the condition estimate: the column sums of the symmetric C
-    norm1 = (magnitude.sum(axis=0) + magnitude.sum(axis=1) - np.diagonal(magnitude)).max(initial=0.0)
+    magnitude = np.abs(C, out=reused_arrays.empty((n, n), np.float64))  # ‖C‖₁ for the condition estimate: the
+    norm1 = (magnitude.sum(axis=0) + magnitude.sum(axis=1) - np.diagonal(magnitude)).max(initial=0.0)  # column sums
     del magnitude
     for k, step in enumerate([0.0] + (list(_JITTER_STEPS) if use_jitter else [])):
         jitter = step * scale
@@ -68,7 +72,8 @@ def _logp_and_gradients_scipy(K, t, noise_var: float, use_jitter: bool):
     The same LAPACK calls on the same layout (`_factor_scipy`), so the same numbers to the bit.
     """
     n = K.shape[0]
-    U, jitter, step = _factor_scipy(K, noise_var, use_jitter)
+    lower = np.tri(n, dtype=bool)  # the entries i ≥ j (n² bytes, ~0.1 ms at n = 500)
+    U, jitter, step = _factor_scipy(K, noise_var, use_jitter, lower)
     if U is None:
         return -np.inf, np.zeros((n, n)), np.zeros(n), 0.0
     alpha, _ = lapack.dpotrs(U, t, lower=0)  # α = C⁻¹t
@@ -77,11 +82,11 @@ def _logp_and_gradients_scipy(K, t, noise_var: float, use_jitter: bool):
     C_inv = lapack.dpotri(U, lower=0, overwrite_c=1)[0].T  # C⁻¹'s lower triangle in C order, zeros above
     # ∂ log p / ∂K over K's lower triangle: 2G below the diagonal, G on it, G = ½(ααᵀ − C⁻¹)   (R&W 5.9),
     # written into one new array (no n × n temporaries: each costs its page faults, ~0.4 ms at n = 500)
-    below = np.tri(n, k=-1, dtype=bool)  # the entries i > j (n² bytes, ~0.1 ms at n = 500)
-    d_K = np.zeros((n, n))
-    np.multiply(alpha[:, None], alpha, out=d_K, where=below)
-    np.subtract(d_K, C_inv, out=d_K, where=below)
-    d_K[np.diag_indices(n)] = 0.5 * (alpha * alpha - np.diagonal(C_inv))
+    d_K = reused_arrays.empty((n, n), np.float64)
+    d_K.fill(0.0)
+    np.multiply(alpha[:, None], alpha, out=d_K, where=lower)
+    np.subtract(d_K, C_inv, out=d_K, where=lower)
+    d_K[np.diag_indices(n)] = 0.5 * (alpha * alpha - np.diagonal(C_inv))  # (the diagonal written above, replaced)
     if step > 0.0:  # jitter = step · mean(diag C): ∂jitter/∂Cᵢᵢ = step/n
         d_K[np.diag_indices(n)] += np.trace(d_K) * step / n
     return logp, d_K, -alpha, jitter  # ∂ log p / ∂t = −C⁻¹t
