@@ -83,7 +83,35 @@ REUSE_MIN_SIZE = 2**14
 REUSE_MAX_BYTES = 2**30
 
 
-class _ReusedArrays:
+class _SharedScope:
+    """A block that may be open in several threads at once: `_first_opened` runs when the first scope opens,
+    `_last_closed` when the last one closes (one depth count under a lock, not a restore per scope)."""
+
+    def __init__(self):
+        self.lock, self.depth = threading.Lock(), 0
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self.lock:
+            if self.depth == 0:
+                self._first_opened()
+            self.depth += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.depth -= 1
+                if self.depth == 0:
+                    self._last_closed()
+
+    def _first_opened(self) -> None:
+        pass
+
+    def _last_closed(self) -> None:
+        pass
+
+
+class _ReusedArrays(_SharedScope):
     """Inside this block (in any thread), the large elementwise results of numpy-mode functions (`_IntoOneArray`) are
     arrays kept from earlier evaluations that nothing else holds any more, instead of new memory.
 
@@ -96,19 +124,11 @@ class _ReusedArrays:
     """
 
     def __init__(self):
-        self.lock, self.depth, self.arrays, self.nbytes = threading.Lock(), 0, {}, 0
+        super().__init__()
+        self.arrays, self.nbytes = {}, 0
 
-    @contextlib.contextmanager
-    def __call__(self) -> Iterator[None]:
-        with self.lock:
-            self.depth += 1
-        try:
-            yield
-        finally:
-            with self.lock:
-                self.depth -= 1
-                if self.depth == 0:
-                    self.arrays, self.nbytes = {}, 0
+    def _last_closed(self) -> None:
+        self.arrays, self.nbytes = {}, 0
 
     def empty(self, shape: tuple, dtype) -> np.ndarray:
         """A free kept array of this shape and dtype, else a new one (kept while the block is open)."""
@@ -227,32 +247,25 @@ _MAX_GRAPHS = 32
 _GRAPHS: list = []  # (inputs with the data's stand-ins, outputs, compile options, function, lock); newest last
 _GRAPHS_LOCK = threading.Lock()
 
-class _SharedFlags:
+class _SharedFlags(_SharedScope):
     """PyTensor flags set while any scope of this object is open, in any thread; restored when the last one closes.
 
     PyTensor's flags are process-wide, so scopes that overlap across threads must not restore them
-    out of order (`pytensor.config.change_flags` would): one depth count under a lock.
+    out of order (`pytensor.config.change_flags` would).
     """
 
     def __init__(self, **values):
-        self.values, self.lock, self.depth, self.saved = values, threading.Lock(), 0, {}
+        super().__init__()
+        self.values, self.saved = values, {}
 
-    @contextlib.contextmanager
-    def __call__(self) -> Iterator[None]:
-        with self.lock:
-            if self.depth == 0:
-                self.saved = {name: getattr(pytensor.config, name) for name in self.values}
-                for name, value in self.values.items():
-                    setattr(pytensor.config, name, value)
-            self.depth += 1
-        try:
-            yield
-        finally:
-            with self.lock:
-                self.depth -= 1
-                if self.depth == 0:
-                    for name, value in self.saved.items():
-                        setattr(pytensor.config, name, value)
+    def _first_opened(self) -> None:
+        self.saved = {name: getattr(pytensor.config, name) for name in self.values}
+        for name, value in self.values.items():
+            setattr(pytensor.config, name, value)
+
+    def _last_closed(self) -> None:
+        for name, value in self.saved.items():
+            setattr(pytensor.config, name, value)
 
 
 #: Compile with IEEE arithmetic: PyTensor's Numba linker without fastmath, inside this block.
