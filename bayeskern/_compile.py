@@ -136,15 +136,23 @@ class _ReusedArrays(_SharedScope):
         if self.depth == 0 or math.prod(shape) < REUSE_MIN_SIZE:
             return np.empty(shape, dtype=dtype)
         with self.lock:  # taking one is not atomic under the GIL: two threads could find the same array free
+            if self.depth == 0:  # the block closed meanwhile: nothing is kept now
+                return np.empty(shape, dtype=dtype)
             kept = self.arrays.setdefault((shape, dtype), [])
             for k in range(len(kept)):
                 if sys.getrefcount(kept[k]) == 2:  # the list's reference and getrefcount's argument: nothing else holds it
                     return kept[k]
             out = np.empty(shape, dtype=dtype)
-            if self.depth > 0 and self.nbytes + out.nbytes <= REUSE_MAX_BYTES:
+            if self.nbytes + out.nbytes <= REUSE_MAX_BYTES:
                 kept.append(out)
                 self.nbytes += out.nbytes
             return out
+
+    def zeros(self, shape: tuple, dtype) -> np.ndarray:
+        """`empty`, filled with zeros."""
+        out = self.empty(shape, dtype)
+        out.fill(0)
+        return out
 
 
 reused_arrays = _ReusedArrays()

@@ -40,8 +40,7 @@ def _factor_scipy(K, noise_var: float, use_jitter: bool, lower):
     n = K.shape[0]
 
     def lower_C():  # C's lower triangle, from K's only (LAPACK's convention), zeros above: np.tril(K), in kept memory
-        C = reused_arrays.empty((n, n), np.float64)
-        C.fill(0.0)
+        C = reused_arrays.zeros((n, n), np.float64)
         np.copyto(C, K, where=lower)
         C[np.diag_indices(n)] += noise_var  # C = K + σ²I   (PRML 6.62)
         return C
@@ -81,9 +80,8 @@ def _logp_and_gradients_scipy(K, t, noise_var: float, use_jitter: bool):
     logp = -0.5 * t @ alpha - np.log(np.diagonal(U)).sum() - 0.5 * n * LOG_2PI
     C_inv = lapack.dpotri(U, lower=0, overwrite_c=1)[0].T  # C⁻¹'s lower triangle in C order, zeros above
     # ∂ log p / ∂K over K's lower triangle: 2G below the diagonal, G on it, G = ½(ααᵀ − C⁻¹)   (R&W 5.9),
-    # written into one new array (no n × n temporaries: each costs its page faults, ~0.4 ms at n = 500)
-    d_K = reused_arrays.empty((n, n), np.float64)
-    d_K.fill(0.0)
+    # written into one array (no n × n temporaries: each new one costs its page faults, ~0.4 ms at n = 500)
+    d_K = reused_arrays.zeros((n, n), np.float64)
     np.multiply(alpha[:, None], alpha, out=d_K, where=lower)
     np.subtract(d_K, C_inv, out=d_K, where=lower)
     d_K[np.diag_indices(n)] = 0.5 * (alpha * alpha - np.diagonal(C_inv))  # (the diagonal written above, replaced)

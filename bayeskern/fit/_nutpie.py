@@ -130,7 +130,8 @@ def _compile(model):
 def _logp_on_data(logp_fn):
     """(a maker of `logp(point, data arrays) -> (log density, gradient)`, the data's names, in order). What depends on the
     data alone (the pairs of points, the inputs gathered at them) is computed once per data arrays (`split_off_data`;
-    nutpie passes the same arrays to every call of a chain's function): at n = 500, 16.1 → 12.2 ms per gradient."""
+    nutpie passes the same arrays to every call of a chain's function): per gradient, n = 200 1.08 → 1.01 ms, n = 500
+    21.8 → 17.3 ms (BENCHMARKS.md, session 18)."""
     split = split_off_data(logp_fn)
     if split is None:
         whole = logp_fn.vm.jit_fn
