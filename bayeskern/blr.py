@@ -19,6 +19,7 @@ import scipy.linalg
 from bayeskern._linalg import (
     EPS, LOG_2PI, announce_jitter, cho_solve, escalate_jitter, exact_cholesky, jitter_scale, loo_gaussian, solve_lower,
 )
+from bayeskern._compile import untraced
 from bayeskern._gaussian_logp import gaussian_logp
 from bayeskern._results import Posterior
 from bayeskern._validation import (
@@ -78,6 +79,7 @@ def log_evidence_from_statistics(gram, proj, tt: float, n: int, variances, sigma
     return -0.5 * quad - n * pt.log(sigma) - pt.sum(pt.log(pt.diagonal(LB))) - 0.5 * n * LOG_2PI
 
 
+@untraced()  # the design matrix's and the likelihood's graphs: no creation stack recorded
 def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = False, **kwargs):
     """Add Bayesian linear regression t = Φw + ε to the current PyMC model.
 

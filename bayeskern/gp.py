@@ -10,6 +10,7 @@ import pytensor
 import pytensor.tensor as pt
 import scipy.linalg
 
+from bayeskern._compile import untraced
 from bayeskern._gaussian_logp import gaussian_logp
 from bayeskern._linalg import EPS, LOG_2PI, cho_solve, cholesky, loo_gaussian, psd_eigh, psd_tolerance, solve_lower
 from bayeskern._results import Posterior
@@ -24,6 +25,7 @@ from bayeskern.likelihood import KernelLikelihood, attach
 __all__ = ["ExactGP", "GPLikelihood", "GPPosterior", "condition", "marginal_likelihood", "posterior", "prior_samples"]
 
 
+@untraced()  # the kernel's and the likelihood's graphs: no creation stack recorded
 def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, approx=None, **kwargs):
     """Add the observed marginal Gaussian y ~ N(0, K + σ²I) to the current PyMC model.
 

@@ -13,7 +13,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-from bayeskern._compile import compiled_graph, exact_arithmetic, numpy_mode
+from bayeskern._compile import compiled_graph, exact_arithmetic, numpy_mode, untraced
 from bayeskern.fit.empirical_bayes import NUMPY_MAX_N
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,9 +77,10 @@ def test_compiled_graphs_are_built_without_fastmath():
     assert call(np.array([0.0, 1.0]))[0] == pytest.approx(np.e, rel=1e-15)
 
 
-@pytest.mark.parametrize(("scope", "flag", "value"), [(exact_arithmetic, "numba__fastmath", False), (numpy_mode, "cxx", "")])
+@pytest.mark.parametrize(("scope", "flag", "value"), [(exact_arithmetic, "numba__fastmath", False), (numpy_mode, "cxx", ""),
+                                                     (untraced, "traceback__limit", 0)])
 def test_flag_scopes_nest_overlap_across_threads_and_restore_the_flag(scope, flag, value):
-    """exact_arithmetic and numpy_mode set process-wide PyTensor flags: restored only when the last scope closes."""
+    """exact_arithmetic, numpy_mode and untraced set process-wide PyTensor flags: restored only when the last scope closes."""
 
     def current():
         return getattr(pytensor.config, flag)
@@ -110,6 +111,38 @@ def test_flag_scopes_nest_overlap_across_threads_and_restore_the_flag(scope, fla
     second.join()
     assert seen == [value, value, value] and current() == before
 
+
+def test_the_graphs_bayeskern_builds_record_no_creation_stack_and_the_users_still_do():
+    """`untraced`: the likelihood's graph (built by gp.marginal_likelihood) and the graphs a fit builds and compiles carry
+    no `tag.trace`; a variable the user creates, before or after, keeps PyTensor's (8 frames by default)."""
+    import pymc as pm
+
+    import bayeskern as bk
+
+    X = np.linspace(0.0, 1.0, 12)[:, None]
+    y = np.sin(6.0 * X[:, 0])
+    limit = pytensor.config.traceback__limit
+    with pm.Model() as model:
+        ell = pm.HalfNormal("ell", 1.0)
+        obs = bk.gp.marginal_likelihood("y", X, y, bk.kernels.RBF(ell), sigma=0.1)
+    K, noise_var = obs.owner.inputs[1:3]  # the kernel's lower triangle and σ², inputs of the observed variable
+    assert K.owner is not None and K.tag.trace == [] and K.owner.inputs[0].tag.trace == [] and noise_var.tag.trace == []
+    assert ell.tag.trace != []  # the user's own variable, created by PyMC in the user's code
+    seen = []
+    original = pytensor.function
+
+    def spy(*args, **kwargs):  # every function the fit compiles: are its graph's variables traced?
+        fn = original(*args, **kwargs)
+        seen.extend(bool(v.tag.trace) for v in fn.maker.fgraph.variables if hasattr(v.tag, "trace"))
+        return fn
+
+    pytensor.function = spy
+    try:
+        bk.fit.empirical_bayes(model, restarts=2, seed=0)
+    finally:
+        pytensor.function = original
+    assert seen and not any(seen)
+    assert pytensor.config.traceback__limit == limit and pt.vector("after").tag.trace != []
 
 def _numbers_apart(a, b, path="") -> list[str]:
     """Paths where two summary.json values differ: numbers beyond 1e-9 relative, anything else at all."""

@@ -18,7 +18,7 @@ from pymc.pytensorf import find_rng_nodes, join_nonshared_inputs, replace_rng_no
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
-from bayeskern._compile import NUMPY, compiled_graph, numpy_mode, reused_arrays
+from bayeskern._compile import NUMPY, compiled_graph, numpy_mode, reused_arrays, untraced
 from bayeskern._gaussian_logp import GaussianLogp
 from bayeskern._json import jsonable
 from bayeskern._validation import check_flag, check_integer, check_model, check_seed
@@ -517,6 +517,7 @@ def _laplace(objective: _Objective, z: np.ndarray, names: list[str], at_edge: np
     return Laplace(sd, cov, tuple(names), ok, objective.n_evaluations - counted)
 
 
+@untraced()  # bayeskern's own graphs (objective, starts, conditioned model): no creation stack recorded
 def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: bool = False, maxiter: int = 500) -> EmpiricalBayesResult:
     """Maximise log p(t | θ) (or log p(t | θ) + log p(θ), MAP-II, with `include_prior`) over the hyperparameters θ.
 

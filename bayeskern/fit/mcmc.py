@@ -9,7 +9,7 @@ import pymc as pm
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from bayeskern._compile import exact_arithmetic
+from bayeskern._compile import exact_arithmetic, untraced
 from bayeskern._validation import as_inputs, check_integer, check_model, int_seed, same_columns
 from bayeskern.fit import _nutpie
 from bayeskern.fit._plug_in import PlugIn
@@ -22,6 +22,7 @@ __all__ = ["SAMPLERS", "mcmc"]
 SAMPLERS = ("nutpie", "pymc")
 
 
+@untraced()  # the sampler's graphs (log density, gradient, draws): no creation stack recorded
 def mcmc(
     model=None,
     draws: int = 1000,
