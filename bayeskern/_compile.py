@@ -419,7 +419,7 @@ class _Hoisted:
         graph = FunctionGraph(inputs + stand_ins, outputs, clone=True)
         MergeOptimizer().rewrite(graph)  # one copy of each computation (the gradient repeats the forward pass's indices)
         inputs, stand_ins, outputs = graph.inputs[: len(inputs)], graph.inputs[len(inputs):], graph.outputs
-        reads = _data_only_reads(inputs, outputs)
+        reads = _data_only_reads(inputs, stand_ins, outputs)
         stand_ins_for_reads = [v.type() for v in reads]
         # the data-only part runs once per data set: in numpy (`NUMPY`) whatever the rest is compiled with, so that an
         # objective on Numba compiles one function, not two (a Numba compilation of a new graph costs seconds)
@@ -449,7 +449,7 @@ def split_off_data(function) -> tuple[Callable, Callable, list[str]] | None:
     graph = function.maker.fgraph
     data = [v for v in graph.inputs if isinstance(v, SharedVariable)]
     inputs = [v for v in graph.inputs if not isinstance(v, SharedVariable)]
-    reads = _data_only_reads(inputs, list(graph.outputs))
+    reads = _data_only_reads(inputs, data, list(graph.outputs))
     destroyed = {node.inputs[i] for node in graph.apply_nodes for positions in getattr(node.op, "destroy_map", {}).values() for i in positions}
     if not reads or destroyed.intersection(reads):
         return None
@@ -465,16 +465,19 @@ def split_off_data(function) -> tuple[Callable, Callable, list[str]] | None:
     return data_part.vm.jit_fn, main.vm.jit_fn, [v.name for v in data]
 
 
-def _data_only_reads(inputs: list, outputs: list) -> list:
-    """The variables computed from the data alone (no input among their ancestors, not a constant) that a node depending
-    on an input reads. An allocation (zeros to be written into) stays with its reader: a value passed in would be copied
-    before an in-place write."""
-    depends, reads = set(inputs), {}
+def _data_only_reads(inputs: list, data: list, outputs: list) -> list:
+    """The variables computed from the data alone (a datum among their ancestors, no input) that a node depending on an
+    input reads. What is computed from constants alone stays with its reader, to be folded into a constant there (a
+    value passed in is no constant to rewrites that need one: the bounds of a clip). An allocation (zeros to be written
+    into) stays with its reader too: a value passed in would be copied before an in-place write."""
+    depends, from_data, reads = set(inputs), set(data), {}
     for node in io_toposort(list(graph_inputs(outputs)), outputs):
         if any(v in depends for v in node.inputs):
             depends.update(node.outputs)
             reads.update((v, None) for v in node.inputs
-                         if v not in depends and v.owner is not None and not isinstance(v.owner.op, (Alloc, AllocEmpty)))
+                         if v in from_data and v not in depends and v.owner is not None and not isinstance(v.owner.op, (Alloc, AllocEmpty)))
+        elif any(v in from_data for v in node.inputs):
+            from_data.update(node.outputs)
     return list(reads)
 
 

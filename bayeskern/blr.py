@@ -79,7 +79,6 @@ def log_evidence_from_statistics(gram, proj, tt: float, n: int, variances, sigma
     return -0.5 * quad - n * pt.log(sigma) - pt.sum(pt.log(pt.diagonal(LB))) - 0.5 * n * LOG_2PI
 
 
-@untraced()  # the design matrix's and the likelihood's graphs: no creation stack recorded
 def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = False, **kwargs):
     """Add Bayesian linear regression t = Φw + ε to the current PyMC model.
 
@@ -117,10 +116,11 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
         return _log_evidence_symbolic(value, Phi, S, sigma, n_by_n)
 
     core = {0: "()", 1: "(m)", 2: "(m,m)"}[S_t.ndim]
-    obs = pm.CustomDist(
-        name, pt.as_tensor_variable(Phi), S_t, sigma, dist=generate, logp=logp,
-        signature=f"(n,m),{core},()->(n)", observed=t, **kwargs,
-    )
+    with untraced():  # the likelihood's graph: no creation stack recorded
+        obs = pm.CustomDist(
+            name, pt.as_tensor_variable(Phi), S_t, sigma, dist=generate, logp=logp,
+            signature=f"(n,m),{core},()->(n)", observed=t, **kwargs,
+        )
     return attach(obs, BLRLikelihood(X, t, sigma, features, S, DesignRows(features, X, t, Phi)))
 
 

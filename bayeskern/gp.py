@@ -25,7 +25,6 @@ from bayeskern.likelihood import KernelLikelihood, attach
 __all__ = ["ExactGP", "GPLikelihood", "GPPosterior", "condition", "marginal_likelihood", "posterior", "prior_samples"]
 
 
-@untraced()  # the kernel's and the likelihood's graphs: no creation stack recorded
 def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, approx=None, **kwargs):
     """Add the observed marginal Gaussian y ~ N(0, K + σ²I) to the current PyMC model.
 
@@ -46,9 +45,6 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, approx=None, **k
     # PyTensor) is then the same for every data set of this shape of model
     X_data = pytensor.shared(X, name=f"{name}_X", shape=(None, X.shape[1]))
     y_data = pytensor.shared(y, name=f"{name}_y", shape=(None,))
-    # K(X, X)'s lower triangle, each pair evaluated once: the likelihood reads no other
-    K = kernel.lower_triangle(X_data)
-    noise_var = pt.square(sigma)
 
     def generate(K, noise_var, size):
         C = K + pt.tril(K, -1).T + noise_var * pt.eye(K.shape[-1])  # C = K + σ²I   (PRML 6.62), K from its lower triangle
@@ -57,9 +53,11 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, approx=None, **k
     def logp(value, K, noise_var):
         return gaussian_logp(K, value, noise_var)  # σ²I is added inside, no n × n identity in the graph
 
-    obs = pm.CustomDist(
-        name, K, noise_var, dist=generate, logp=logp, signature="(n,n),()->(n)", observed=y_data, **kwargs
-    )
+    with untraced():  # the kernel's and the likelihood's graphs: no creation stack recorded
+        K = kernel.lower_triangle(X_data)  # K(X, X)'s lower triangle, each pair evaluated once: the likelihood reads no other
+        obs = pm.CustomDist(
+            name, K, pt.square(sigma), dist=generate, logp=logp, signature="(n,n),()->(n)", observed=y_data, **kwargs
+        )
     return attach(obs, GPLikelihood(X, y, sigma, kernel))
 
 

@@ -189,6 +189,23 @@ def test_the_numpy_mode_clips_by_ufuncs_with_the_same_numbers():
         np.testing.assert_array_equal(got, np.clip(values, lo, hi))  # NaN stays NaN, bit for bit otherwise
 
 
+def test_a_hoisted_objective_keeps_what_depends_on_constants_alone_and_folds_it():
+    """`compiled_graph(hoist=True)` passes the data-only values to the rest; a value computed from constants alone is
+    not one of them: it stays in the rest, where rewriting folds it into a constant (here the bounds of a clip, which
+    the numpy mode then evaluates with numpy's ufuncs rather than PyTensor's per-element Python loop)."""
+    from pytensor.scalar.basic import Clip
+
+    from bayeskern._compile import NUMPY
+
+    x = pt.scalar("x")
+    d = pytensor.shared(np.linspace(-2.0, 2.0, 7), name="d")
+    lo, hi = pt.expand_dims(-pt.exp(pt.constant(0.0)), 0), pt.expand_dims(pt.exp(pt.constant(0.0)), 0)  # [-1], [1], unfolded
+    call = compiled_graph([x], [pt.sum(pt.clip(x * pt.square(d), lo, hi))], hoist=True, mode=NUMPY)
+    assert call(0.7)[0] == pytest.approx(np.sum(np.clip(0.7 * np.linspace(-2.0, 2.0, 7) ** 2, -1.0, 1.0)), rel=1e-15)
+    main = call.function.maker.fgraph
+    assert len(main.inputs) == 3  # x, the data's square (the one data-only value read) and the data themselves
+    assert not [n for n in main.apply_nodes if isinstance(getattr(n.op, "scalar_op", None), Clip)]
+
 def test_the_numpy_mode_writes_each_elementwise_result_into_one_array_with_the_same_numbers():
     """The NUMPY mode's Elemwise writes into the input the in-place rewrite let it destroy, else one new array, and folds
     a variadic Mul or Add into it (`_IntoOneArray`): the same numbers, bit for bit, as PyTensor's own Elemwise on the

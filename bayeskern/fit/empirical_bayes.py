@@ -191,6 +191,20 @@ def _with_jitter(logp):
     return logp
 
 
+def _log_density(model, obs, include_prior: bool):
+    """log p(t | θ) (+ log p(θ) with `include_prior`) over the model's value variables, without Jacobian terms.
+
+    The observed variable's own log density (`pm.logp`: the function its CustomDist was given), with the
+    hyperparameters replaced by their values: what `model.logp(vars=[obs], jacobian=False)` computes, without PyMC's
+    rewriting of the whole model graph into its intermediate representation first (~0.2 s of every fit's set-up for
+    the 11-parameter additive kernel, the largest part of building its objective). The priors, small graphs, through
+    `model.logp`.
+    """
+    [likelihood] = model.replace_rvs_by_values([pt.sum(pm.logp(obs, model.rvs_to_values[obs], warn_rvs=False))])
+    if not include_prior:
+        return likelihood
+    return likelihood + model.logp(vars=list(model.free_RVs), jacobian=False)
+
 class _Objective:
     """Value and gradient of a log density over the flat unconstrained vector z, compiled once."""
 
@@ -200,8 +214,7 @@ class _Objective:
         with numpy_mode():  # evaluated once
             self.point = model.initial_point()
         self.value_vars = model.value_vars
-        terms = [obs] + (list(model.free_RVs) if include_prior else [])
-        logp = _with_jitter(model.logp(vars=terms, jacobian=False))
+        logp = _with_jitter(_log_density(model, obs, include_prior))
         unused = [model.values_to_rvs[v].name for v in self.value_vars if v not in set(ancestors([logp]))]
         if unused:
             raise ValueError(
@@ -517,7 +530,6 @@ def _laplace(objective: _Objective, z: np.ndarray, names: list[str], at_edge: np
     return Laplace(sd, cov, tuple(names), ok, objective.n_evaluations - counted)
 
 
-@untraced()  # bayeskern's own graphs (objective, starts, conditioned model): no creation stack recorded
 def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: bool = False, maxiter: int = 500) -> EmpiricalBayesResult:
     """Maximise log p(t | θ) (or log p(t | θ) + log p(θ), MAP-II, with `include_prior`) over the hyperparameters θ.
 
@@ -536,14 +548,15 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
     obs, record = find_likelihood(model)
     if not model.free_RVs:
         raise ValueError("the model has no free random variables: there are no hyperparameters to fit")
-    objective = _Objective(model, obs, include_prior)
-    plug_in = PlugIn(model, record)
-    _check_initial_point(objective)
-    compile_seconds = time.perf_counter() - started
-    with reused_arrays():  # the objective's large temporaries kept from one evaluation to the next, let go at the end
-        runs = _optimise(model, objective, restarts, seed, maxiter)
-        runs, plug_in = _refine(obs, objective, plug_in, runs, maxiter)
-    result = _result(objective, plug_in, runs, include_prior, time_started=started, compile_seconds=compile_seconds)
+    with untraced():  # bayeskern's own graphs (objective, starts, conditioned model): no creation stack recorded
+        objective = _Objective(model, obs, include_prior)
+        plug_in = PlugIn(model, record)
+        _check_initial_point(objective)
+        compile_seconds = time.perf_counter() - started
+        with reused_arrays():  # the objective's large temporaries kept from one evaluation to the next, let go at the end
+            runs = _optimise(model, objective, restarts, seed, maxiter)
+            runs, plug_in = _refine(obs, objective, plug_in, runs, maxiter)
+        result = _result(objective, plug_in, runs, include_prior, time_started=started, compile_seconds=compile_seconds)
     objective.forget()  # the result keeps the objective for its Laplace approximation, not the values of its data
     _warn(result)
     return result

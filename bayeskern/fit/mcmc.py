@@ -22,7 +22,6 @@ __all__ = ["SAMPLERS", "mcmc"]
 SAMPLERS = ("nutpie", "pymc")
 
 
-@untraced()  # the sampler's graphs (log density, gradient, draws): no creation stack recorded
 def mcmc(
     model=None,
     draws: int = 1000,
@@ -77,7 +76,7 @@ def mcmc(
     # nutpie runs the chains as threads of this process; letting each LAPACK call spawn its own BLAS
     # threads as well oversubscribes the cores (measured: sampling 3 × slower on 2 cores). The
     # sampler's functions are compiled without fastmath, so the draws do not depend on the compile cache
-    with threadpool_limits(1) if sampler == "nutpie" else contextlib.nullcontext(), exact_arithmetic():
+    with threadpool_limits(1) if sampler == "nutpie" else contextlib.nullcontext(), exact_arithmetic(), untraced():
         if sampler == "nutpie" and set(sample_kwargs) <= {"target_accept"}:  # pm.sample's draws, compiled once per structure
             dt = _nutpie.sample(model, draws, tune, chains, seed, progressbar, **sample_kwargs)
         else:
