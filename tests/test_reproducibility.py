@@ -174,20 +174,25 @@ def test_a_whole_run_gives_the_same_summary_on_a_cold_and_a_warm_cache(tmp_path,
 
 
 def test_the_numpy_mode_clips_by_ufuncs_with_the_same_numbers():
-    """PyTensor's Clip loops per element in Python; the NUMPY mode rewrites it (constant lo ≤ hi) to maximum/minimum."""
-    from pytensor.scalar.basic import Clip
+    """PyTensor's Clip loops per element in Python; the NUMPY mode rewrites it (constant lo ≤ hi) to maximum (hi = ∞) or
+    numpy's clip, and the mask of its gradient at ± the largest float, (x ≥ −max) ∧ (x ≤ max), to isfinite(x)."""
+    from pytensor.scalar.basic import AND, GE, LE, Clip, Maximum, Minimum
 
     from bayeskern._compile import NUMPY
 
     x = pt.vector("x")
+    largest = np.finfo(np.float64).max
+    clipped = [pt.clip(x, 0.0, np.inf), pt.clip(x, -1.0, 2.0), pt.clip(x, -largest, largest)]
+    gradient = pytensor.grad(pt.sum(clipped[2] * pt.arange(9.0)), x)  # the clip's mask times 0, 1, …, 8
     with numpy_mode():
-        f = pytensor.function([x], [pt.clip(x, 0.0, np.inf), pt.clip(x, -1.0, 2.0)], mode=NUMPY)
-    nodes = f.maker.fgraph.apply_nodes
-    assert not [n for n in nodes if isinstance(getattr(n.op, "scalar_op", None), Clip)]
+        f = pytensor.function([x], [*clipped, gradient], mode=NUMPY)
+    ops = [type(n.op.scalar_op) for n in f.maker.fgraph.apply_nodes if hasattr(n.op, "scalar_op")]
+    assert not [op for op in ops if op in (Clip, Maximum, Minimum) or issubclass(op, GE | LE | AND)][1:]  # one maximum left
     values = np.array([-3.0, -1.0, 0.0, 0.5, 2.0, 7.0, np.inf, -np.inf, np.nan])
-    for got, lo, hi in zip(f(values), (0.0, -1.0), (np.inf, 2.0), strict=True):
-        np.testing.assert_array_equal(got, np.clip(values, lo, hi))  # NaN stays NaN, bit for bit otherwise
-
+    *got, got_gradient = f(values)
+    for g, lo, hi in zip(got, (0.0, -1.0, -largest), (np.inf, 2.0, largest), strict=True):
+        np.testing.assert_array_equal(g, np.clip(values, lo, hi))  # NaN stays NaN, bit for bit otherwise
+    np.testing.assert_array_equal(got_gradient, np.where((values >= -largest) & (values <= largest), np.arange(9.0), 0.0))
 
 def test_a_hoisted_objective_keeps_what_depends_on_constants_alone_and_folds_it():
     """`compiled_graph(hoist=True)` passes the data-only values to the rest; a value computed from constants alone is
@@ -204,7 +209,7 @@ def test_a_hoisted_objective_keeps_what_depends_on_constants_alone_and_folds_it(
     assert call(0.7)[0] == pytest.approx(np.sum(np.clip(0.7 * np.linspace(-2.0, 2.0, 7) ** 2, -1.0, 1.0)), rel=1e-15)
     main = call.function.maker.fgraph
     assert len(main.inputs) == 3  # x, the data's square (the one data-only value read) and the data themselves
-    assert not [n for n in main.apply_nodes if isinstance(getattr(n.op, "scalar_op", None), Clip)]
+    assert not [n for n in main.apply_nodes if type(getattr(n.op, "scalar_op", None)) is Clip]  # PyTensor's, element by element
 
 def test_the_numpy_mode_writes_each_elementwise_result_into_one_array_with_the_same_numbers():
     """The NUMPY mode's Elemwise writes into the input the in-place rewrite let it destroy, else one new array, and folds
