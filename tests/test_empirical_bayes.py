@@ -307,7 +307,7 @@ def test_models_of_one_structure_share_one_compiled_objective_and_keep_their_own
 
     with ThreadPoolExecutor(2) as pool:  # one compiled function, two data sets, concurrent calls
         # the compiled function itself (the objective's memory of recent points would answer repeats without it)
-        values = list(pool.map(lambda o: [float(o._value_and_grad(z)[0]) for _ in range(3000)], objectives))
+        values = list(pool.map(lambda o: [float(o._value_and_grad(*o._split(z))[0]) for _ in range(3000)], objectives))
     for v, objective in zip(values, objectives):
         np.testing.assert_array_equal(v, objective(z)[0])
     with pm.Model() as other:  # a different prior constant: MAP-II objectives must differ
@@ -356,23 +356,23 @@ def test_what_depends_on_the_data_alone_is_computed_once_per_data(monkeypatch):
 
     zs = [np.array([np.log(0.8), np.log(0.6), np.log(0.3)]) + 0.1 * k for k in range(5)]
     for z in zs:  # the compiled graph itself (the objective's memory of recent points would answer a repeat)
-        value, gradient = objective._value_and_grad(z)
+        value, gradient = objective._value_and_grad(*objective._split(z))
         np.testing.assert_allclose(value, reference(z, y), rtol=1e-11)
         np.testing.assert_allclose(gradient, reference_gradient(z, y), rtol=1e-6, atol=1e-6)
     assert len(stored) == len(computed) == 1
     (y_data,) = [v for v in graph_inputs([model.logp()]) if isinstance(v, SharedVariable) and np.shape(v.get_value()) == y.shape]
     y_data.set_value(y + 0.5)  # new data: a new array
-    np.testing.assert_allclose(objective._value_and_grad(zs[0])[0], reference(zs[0], y + 0.5), rtol=1e-11)
+    np.testing.assert_allclose(objective._value_and_grad(*objective._split(zs[0]))[0], reference(zs[0], y + 0.5), rtol=1e-11)
     assert len(stored) == len(computed) == 2
     (X_data,) = [v for v in graph_inputs([model.logp()]) if isinstance(v, SharedVariable) and np.shape(v.get_value()) == X.shape]
     X_data.get_value(borrow=True)[:] *= 1.5  # new data in place: the same array, other values
     X = X_data.get_value()  # what the reference reads too
-    np.testing.assert_allclose(objective._value_and_grad(zs[0])[0], reference(zs[0], y + 0.5), rtol=1e-11)
+    np.testing.assert_allclose(objective._value_and_grad(*objective._split(zs[0]))[0], reference(zs[0], y + 0.5), rtol=1e-11)
     assert len(stored) == len(computed) == 3
     monkeypatch.setattr(_compile, "HOIST_MAX_BYTES", 0)
     objective._value_and_grad.forget()
     for z in zs[:3]:
-        np.testing.assert_allclose(objective._value_and_grad(z)[0], reference(z, y + 0.5), rtol=1e-11)
+        np.testing.assert_allclose(objective._value_and_grad(*objective._split(z))[0], reference(z, y + 0.5), rtol=1e-11)
     assert len(stored) == 3 and len(computed) == 6  # beyond the budget nothing is kept: computed at every call
 
 

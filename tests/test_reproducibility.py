@@ -133,7 +133,8 @@ def test_the_graphs_bayeskern_builds_record_no_creation_stack_and_the_users_stil
 
     def spy(*args, **kwargs):  # every function the fit compiles: are its graph's variables traced?
         fn = original(*args, **kwargs)
-        seen.extend(bool(v.tag.trace) for v in fn.maker.fgraph.variables if hasattr(v.tag, "trace"))
+        # the variables it computes (its inputs may be the model's own value variables, created in the user's code)
+        seen.extend(bool(v.tag.trace) for node in fn.maker.fgraph.apply_nodes for v in node.outputs if hasattr(v.tag, "trace"))
         return fn
 
     pytensor.function = spy
