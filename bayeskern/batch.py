@@ -18,6 +18,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -84,8 +85,9 @@ _WAKEUPS: list = []
 def _ctrl_c_remembered() -> Iterator[None]:
     """Every signal this process receives is also written to a pipe (`signal.set_wakeup_fd`), so that a Ctrl-C whose
     KeyboardInterrupt was swallowed — raised inside a gc callback or a `__del__`, where Python prints and ignores
-    exceptions; distributed installs gc callbacks — still stops the run at `_raise_a_lost_ctrl_c`. Only in the main
-    thread, and only where nobody else (an event loop of the caller's) uses the wake-up fd."""
+    exceptions; distributed installs gc callbacks — still stops the run at `_raise_a_lost_ctrl_c`; and such a swallowed
+    KeyboardInterrupt is not printed as a traceback (`sys.unraisablehook`; any other ignored exception still is). Only
+    in the main thread, and only where nobody else (an event loop of the caller's) uses the wake-up fd."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -99,9 +101,17 @@ def _ctrl_c_remembered() -> Iterator[None]:
         yield
         return
     _WAKEUPS.append(read)
+    hook = sys.unraisablehook
+
+    def unless_ctrl_c(unraisable) -> None:  # the Ctrl-C is in the pipe: the run stops at `_raise_a_lost_ctrl_c`
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            hook(unraisable)
+
+    sys.unraisablehook = unless_ctrl_c
     try:
         yield
     finally:
+        sys.unraisablehook = hook
         signal.set_wakeup_fd(-1)
         _WAKEUPS.remove(read)
         os.close(read), os.close(write)

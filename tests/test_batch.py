@@ -299,3 +299,30 @@ def test_a_ctrl_c_whose_keyboard_interrupt_was_swallowed_still_stops_the_run():
             batch._raise_a_lost_ctrl_c()
         batch._raise_a_lost_ctrl_c()  # once only
     assert signal.set_wakeup_fd(-1) == -1  # the wake-up fd was handed back
+
+
+def test_a_swallowed_keyboard_interrupt_is_not_printed_and_other_ignored_exceptions_still_are(monkeypatch):
+    """The report of an exception Python ignores (`sys.unraisablehook`, a traceback on stderr by default) is left out for a
+    KeyboardInterrupt while a cluster is connected (the Ctrl-C is remembered and stops the run), not for anything else;
+    the hook in place before is restored after."""
+
+    class RaisesWhenCollected:
+        def __init__(self, error):
+            self.error = error
+
+        def __del__(self):
+            raise self.error
+
+    reported = []
+
+    def report(unraisable):  # stands in for the hook in place (Python's prints a traceback)
+        reported.append(type(unraisable.exc_value).__name__)
+
+    monkeypatch.setattr(sys, "unraisablehook", report)
+    with batch._ctrl_c_remembered():
+        RaisesWhenCollected(KeyboardInterrupt())  # collected at once: its __del__'s exception is ignored
+        RaisesWhenCollected(ValueError("still reported"))
+    assert reported == ["ValueError"]
+    assert sys.unraisablehook is report
+    RaisesWhenCollected(KeyboardInterrupt())
+    assert reported == ["ValueError", "KeyboardInterrupt"]  # outside the block, reported as before
