@@ -55,10 +55,12 @@ def test_the_nogil_mode_releases_the_gil_and_is_cached_apart_from_pytensors_numb
     # entry, it would hold the GIL too, and the two counts would be alike
     assert released["ticks"] > 5 * held["ticks"], (held, released)
     assert released["cache_misses"] == 1 and released["cache_hits"] == 0
-    # a later process loads ours from the disk cache, and it still releases the GIL
-    [again] = _probe(tmp_path, "nogil")
-    assert again["cache_hits"] == 1 and again["cache_misses"] == 0
-    assert again["ticks"] > 5 * held["ticks"], (held, again)
+    # a later process loads ours from the disk cache, and it still releases the GIL: compared with PyTensor's, loaded from
+    # the cache too, in that same process (a count from another process is at the mercy of the machine's load meanwhile:
+    # under the suite's second worker, PyTensor's count went 1.1·10⁵ → 3.2·10⁵ between processes)
+    held_again, again = _probe(tmp_path, "numba", "nogil")
+    assert again["cache_hits"] == 1 and again["cache_misses"] == 0 and held_again["cache_hits"] == 1
+    assert again["ticks"] > 5 * held_again["ticks"], (held_again, again)
 
 
 def test_a_function_split_off_its_data_gives_its_numbers_to_the_bit():

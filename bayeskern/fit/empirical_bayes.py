@@ -205,6 +205,7 @@ def _log_density(model, obs, include_prior: bool):
         return likelihood
     return likelihood + model.logp(vars=list(model.free_RVs), jacobian=False)
 
+
 class _Objective:
     """Value and gradient of a log density over the flat unconstrained vector z, compiled once."""
 
