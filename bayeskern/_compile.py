@@ -50,16 +50,13 @@ _ORDERED_CLIP, _IS_FINITE = _OrderedClip(upcast_out_no_complex, name="clip"), _I
 
 @node_rewriter([Elemwise])
 def _clip_by_ufuncs(fgraph, node):
-    """clip(x, lo, hi) with constant lo ≤ hi by numpy's ufuncs: maximum(x, lo) where hi = +∞, else numpy's clip; and the
-    mask of its gradient, (x ≥ −max) ∧ (x ≤ max) at the largest float, as isfinite(x): the same numbers, NaN included.
+    """clip(x, lo, hi) with constant lo ≤ hi by numpy's ufuncs: maximum(x, lo) where hi = +∞, else numpy's clip (one pass,
+    not maximum then minimum): the same numbers, NaN included.
 
     PyTensor's Clip has no numpy ufunc (numpy's clip differs where lo > hi), so its `perform` loops over
-    the elements in Python: ~50 ms for the n × n squared distances PyMC's stationary kernels clip at 0. The mask took
-    three passes over the pairs per column of a stationary kernel (Ge, Le, And), isfinite takes one.
+    the elements in Python: ~50 ms for the n × n squared distances PyMC's stationary kernels clip at 0.
     """
     scalar_op = node.op.scalar_op
-    if isinstance(scalar_op, AND) and len(node.inputs) == 2:
-        return _finite_mask(*node.inputs)
     if not isinstance(scalar_op, Clip) or isinstance(scalar_op, _OrderedClip):
         return None
     x, lo, hi = node.inputs
@@ -69,10 +66,14 @@ def _clip_by_ufuncs(fgraph, node):
     return [out.astype(node.outputs[0].dtype)]
 
 
-def _finite_mask(a, b):
-    """[isfinite(x)] for a, b = x ≥ −max, x ≤ max (either order) with max the largest float of x's dtype, else None."""
+@node_rewriter([Elemwise])
+def _clip_mask_as_isfinite(fgraph, node):
+    """(x ≥ −max) ∧ (x ≤ max), max the largest float of x's dtype (the gradient's mask of a clip at ± max, which each
+    column of a stationary kernel's squared distance carries), as isfinite(x): one pass over the pairs, not three."""
+    if not isinstance(node.op.scalar_op, AND) or len(node.inputs) != 2:
+        return None
     tests = {}
-    for v in (a, b):
+    for v in node.inputs:
         if v.owner is None or not isinstance(v.owner.op, Elemwise) or not isinstance(v.owner.op.scalar_op, GE | LE):
             return None
         x, bound = v.owner.inputs
@@ -254,7 +255,7 @@ def _elemwise_into_one_array(fgraph, node):
 
 #: PyTensor's Python linker with FAST_RUN's rewrites except elemwise fusion (a fused loop would run element by
 #: element in Python; PyTensor 3.3.8 added a second fusion for Numba, `fuse_indexed_into_elemwise`, whose
-#: FusedElemwise ops made a numpy-mode fit at n = 500 run 20–40× slower), plus `_clip_by_ufuncs`,
+#: FusedElemwise ops made a numpy-mode fit at n = 500 run 20–40× slower), plus `_clip_by_ufuncs`, `_clip_mask_as_isfinite`,
 #: `_inline_op_from_graph`, `_halfnormal_from_numpy` and `_elemwise_into_one_array`: every Op runs its numpy/SciPy
 #: `perform`, so compiling costs the rewrites alone (~0.3 s) where Numba needs seconds per new graph — for graphs
 #: evaluated too few times, or on arrays too small, for Numba's compilation to pay for itself. Also without
@@ -264,7 +265,8 @@ def _elemwise_into_one_array(fgraph, node):
 NUMPY = Mode(
     linker="py",
     optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion", "fuse_indexed_into_elemwise", "local_mul_exp_to_exp_add").register(
-        (in2out(_clip_by_ufuncs), 49.5), (in2out(_inline_op_from_graph), 0.5), (in2out(_halfnormal_from_numpy), 0.6),
+        (in2out(_clip_by_ufuncs, _clip_mask_as_isfinite), 49.5), (in2out(_inline_op_from_graph), 0.5),
+        (in2out(_halfnormal_from_numpy), 0.6),
         (in2out(_elemwise_into_one_array), 99.0),
     ),
 )
