@@ -27,6 +27,8 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random.basic import HalfNormalRV, normal
 from pytensor.tensor.type_other import NoneTypeT
 
+from bayeskern import _graph_cache
+
 __all__ = ["NUMBA_NOGIL", "NUMPY", "compiled", "compiled_graph", "data_stand_ins", "exact_arithmetic", "numpy_function", "numpy_mode", "same_structure", "split_off_data", "untraced"]
 
 
@@ -350,9 +352,13 @@ untraced = _SharedFlags(traceback__limit=0)
 
 
 def _function(inputs: list, outputs, **options):
-    """`pytensor.function` with exact arithmetic, in `numpy_mode` when asked for `NUMPY`."""
-    with exact_arithmetic(), untraced(), (numpy_mode() if options.get("mode") is NUMPY else contextlib.nullcontext()):
-        return pytensor.function(inputs, outputs, **options)
+    """`pytensor.function` with exact arithmetic; in `numpy_mode` when asked for `NUMPY`, its rewritten graph kept on
+    disk for later processes (`_graph_cache`)."""
+    with exact_arithmetic(), untraced():
+        if options.get("mode") is not NUMPY:
+            return pytensor.function(inputs, outputs, **options)
+        with numpy_mode():
+            return _graph_cache.function(inputs, outputs, compile_=lambda: pytensor.function(inputs, outputs, **options), **options)
 
 
 def numpy_function(inputs: list, outputs, **options):

@@ -602,27 +602,33 @@ def test_unaligned_data_fit_as_their_aligned_copies():
     assert all(np.array_equal(fits[1].params[k], fits[0].params[k]) for k in fits[0].params)
 
 
-def test_the_starts_drawn_from_the_priors_are_pymcs_prior_draws():
-    """`_prior_draws` compiles PyMC's prior initial-point expression on the NUMPY mode: for every seed the same numbers,
-    bit for bit, as `make_initial_point_fn(overrides="prior")` on PyMC's FAST_COMPILE (HalfNormal through scipy.stats),
-    each generator seeded as PyMC seeds it (a hierarchical prior would tell two generators swapped)."""
+@pytest.mark.parametrize("strategy", [None, "prior"], ids=["initial", "prior"])
+def test_the_starts_are_pymcs_initial_points(strategy):
+    """`_point_draws` compiles PyMC's initial-point expression with the generators as inputs, on the NUMPY mode: for
+    every seed the same numbers, bit for bit, as `make_initial_point_fn` on PyMC's FAST_COMPILE (HalfNormal through
+    scipy.stats) — the initial values and draws from the priors — each generator seeded as PyMC seeds it (a hierarchical prior would tell two generators swapped)."""
     from pymc.initial_point import make_initial_point_fn
 
-    from bayeskern.fit.empirical_bayes import _prior_draws
+    from bayeskern.fit.empirical_bayes import _point_draws
 
     with pm.Model() as model:
         pm.HalfNormal("amp", 5.0, shape=4)
         pm.HalfNormal("s", sigma=np.array([1.0, 2.0, 3.0]))
         pm.Gamma("ls", 2.0, 1.0)
         pm.InverseGamma("v", 3.0, 2.0)
-        pm.LogNormal("c", 0.0, 1.0, shape=2)
+        pm.LogNormal("c", 0.0, 1.0, shape=2, initval=np.array([0.5, 2.0]))
         pm.Uniform("u", 0.0, 3.0)
         spread = pm.HalfNormal("spread", 1.0)  # a hierarchy: the draw of one prior feeds another's
         pm.Normal("offset", 0.0, spread, shape=3)
-    reference = make_initial_point_fn(model=model, overrides={rv: "prior" for rv in model.free_RVs}, return_transformed=True)
-    ours = _prior_draws(model)
+    overrides = {rv: strategy for rv in model.free_RVs} if strategy else None
+    reference = make_initial_point_fn(model=model, overrides=overrides, return_transformed=True)
+    ours = _point_draws(model, strategy)
     for seed in range(30):
         got, want = ours(seed), reference(seed)
         assert list(got) == list(want)
         for name in want:
             np.testing.assert_array_equal(got[name], want[name])
+    if strategy is None:
+        assert ours(None).keys() == model.initial_point().keys()
+        for name, want in model.initial_point().items():
+            np.testing.assert_array_equal(ours(None)[name], want)

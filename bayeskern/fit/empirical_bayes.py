@@ -13,8 +13,7 @@ import pytensor.tensor as pt
 import scipy.optimize
 from scipy.optimize import LbfgsInvHessProduct
 from pymc.initial_point import make_initial_point_expression, make_initial_point_fn
-from pymc.pytensorf import compile as pymc_compile
-from pymc.pytensorf import find_rng_nodes, replace_rng_nodes, reseed_rngs
+from pymc.pytensorf import find_rng_nodes
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
@@ -212,8 +211,7 @@ class _Objective:
     def __init__(self, model, obs, include_prior: bool):
         self.model = model
         n_data = find_likelihood(model)[1].rows_per_evaluation()
-        with numpy_mode():  # evaluated once
-            self.point = model.initial_point()
+        self.point = _point_draws(model)()
         self.value_vars = model.value_vars
         logp = _with_jitter(_log_density(model, obs, include_prior))
         unused = [model.values_to_rvs[v].name for v in self.value_vars if v not in set(ancestors([logp]))]
@@ -224,18 +222,15 @@ class _Objective:
                 "(hyperpriors of hyperparameters need include_prior=True)"
             )
         grad = pt.concatenate([pt.grad(logp, v).ravel() for v in self.value_vars])
-        natural = [pt.as_tensor_variable(v).ravel() for v in model.replace_rvs_by_values(model.free_RVs)]
-        natural = pt.concatenate(natural) if natural else pt.zeros(0)
+        natural = [pt.as_tensor_variable(v) for v in model.replace_rvs_by_values(model.free_RVs)]
         # the value variables themselves are the compiled functions' inputs, fed the pieces of z (`_split`): no copy of
         # the graphs over one joined vector (`pymc.join_nonshared_inputs` clones them, ~0.1 s of every fit's set-up)
         options = {"mode": NUMPY} if n_data <= NUMPY_MAX_N else {}
         self._value_and_grad = compiled_graph(list(self.value_vars), [logp, grad], hoist=True, **options)
-        self._natural_values = natural
-        self._natural = compiled_graph(list(self.value_vars), [natural], mode=NUMPY)  # evaluated a few times per fit: numpy
+        self._natural_values = pt.concatenate([v.ravel() for v in natural]) if natural else pt.zeros(0)
+        self._natural = compiled_graph(list(self.value_vars), natural, mode=NUMPY)  # evaluated a few times per fit: numpy
         self.sizes = [int(np.size(self.point[v.name])) for v in self.value_vars]
         self._shapes, self._ends = [np.shape(self.point[v.name]) for v in self.value_vars], np.cumsum(self.sizes)[:-1]
-        shapes = model.eval_rv_shapes()
-        self.natural_shapes = {rv.name: tuple(shapes[rv.name]) for rv in model.free_RVs}
         self.transformed = np.concatenate(
             [np.full(s, model.rvs_to_transforms[model.values_to_rvs[v]] is not None) for v, s in zip(self.value_vars, self.sizes)]
         )
@@ -271,15 +266,8 @@ class _Objective:
 
     def params(self, z) -> dict:
         """Natural-scale values of the free random variables at z."""
-        [values] = self._natural(*self._split(z))
-        out, i = {}, 0
-        for rv in self.model.free_RVs:
-            shape = self.natural_shapes[rv.name]
-            size = int(np.prod(shape))
-            v = values[i : i + size]
-            out[rv.name] = float(v[0]) if shape == () else v.reshape(shape)
-            i += size
-        return out
+        values = self._natural(*self._split(z)) if self.model.free_RVs else []
+        return {rv.name: float(v) if np.ndim(v) == 0 else np.array(v) for rv, v in zip(self.model.free_RVs, values, strict=True)}
 
     def natural_jacobian(self, z) -> np.ndarray:
         """∂θ/∂z (natural values by unconstrained coordinates), built when first asked for (by the Laplace approximation)."""
@@ -298,7 +286,7 @@ def _starts(model, objective: _Objective, restarts: int, seed) -> list[np.ndarra
     """The model's initial point (its initvals), then draws from the priors, else jitter, with a finite objective."""
     starts = [objective.flat(objective.point)]
     rng = np.random.default_rng(seed)
-    prior = _prior_draws(model) if restarts > 1 else None
+    prior = _point_draws(model, "prior") if restarts > 1 else None
 
     @cache
     def jittered():  # compiled only if ten prior draws in a row give no finite objective
@@ -315,20 +303,27 @@ def _starts(model, objective: _Objective, restarts: int, seed) -> list[np.ndarra
     return starts
 
 
-def _prior_draws(model):
-    """seed → {value variable: a draw from its prior, unconstrained}: `make_initial_point_fn(overrides="prior")`'s
-    numbers, compiled on `NUMPY` rather than PyMC's FAST_COMPILE, whose HalfNormal draws import scipy.stats (~0.3 s)."""
+def _point_draws(model, strategy: str | None = None):
+    """seed → {value variable: its initial value, unconstrained}: `make_initial_point_fn`'s numbers, bit for bit —
+    the model's initial values (`strategy` None) or draws from the priors ("prior") — each random generator seeded from
+    the seed as PyMC seeds it. PyMC compiles a new function for every call of
+    `make_initial_point_fn` (~0.1–0.2 s of every fit, HalfNormal draws importing scipy.stats); here the generators are
+    inputs, so the graph goes through `compiled_graph` on `NUMPY`: compiled once per structure, its rewritten graph
+    kept on disk for later processes."""
     values = make_initial_point_expression(
         free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
-        initval_strategies={rv: "prior" for rv in model.free_RVs}, return_transformed=True,
+        initval_strategies={**model.rvs_to_initial_values, **{rv: strategy for rv in model.free_RVs if strategy}},
+        return_transformed=True,
     )
-    with model:
-        draw = pymc_compile(inputs=[], outputs=replace_rng_nodes(values), mode=NUMPY)
-    rngs, names = find_rng_nodes(draw.maker.fgraph.outputs), [model.rvs_to_values[rv].name for rv in model.free_RVs]
+    rngs = find_rng_nodes(values)
+    generators = [rng.type() for rng in rngs]
+    with untraced():
+        draw = compiled_graph(generators, graph_replace(values, dict(zip(rngs, generators, strict=True)), strict=False), mode=NUMPY)
+    names = [model.rvs_to_values[rv].name for rv in model.free_RVs]
 
-    def seeded(seed) -> dict:
-        reseed_rngs(rngs, seed)
-        return dict(zip(names, draw(), strict=True))
+    def seeded(seed=None) -> dict:
+        streams = np.random.SeedSequence(seed).spawn(len(rngs))  # `pymc.pytensorf.reseed_rngs`' seeding
+        return dict(zip(names, draw(*(np.random.Generator(np.random.PCG64(s)) for s in streams)), strict=True))
     return seeded
 
 
