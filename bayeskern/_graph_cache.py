@@ -26,6 +26,9 @@ __all__ = ["function"]
 
 #: a rewritten graph whose pickle is larger is not kept (a graph holding large constant arrays)
 MAX_FILE_BYTES = 16 * 2**20
+#: at most this many graphs are kept (each 5–100 kB): beyond, the least recently used quarter is removed. A new version
+#: of a library or of bayeskern's source keys every graph anew, so the old ones go this way
+MAX_FILES = 2000
 
 #: compile options a kept graph is valid for; a call with others compiles as usual
 _OPTIONS = {"mode", "on_unused_input"}
@@ -157,6 +160,8 @@ def _load(path: Path, mode, inputs: list, single: bool):
                               no_fgraph_prep=True, accept_inplace=True, on_unused_input="ignore")
     except Exception:  # none yet, or cut short by an interrupted writer, or of classes changed since: compiled anew
         return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # used now: the last to go (`_make_room`)
     return maker.create()
 
 
@@ -173,6 +178,7 @@ def _store(path: Path, fn, n_inputs: int) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        _make_room(path.parent)
         handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     except OSError:  # a compile directory this process cannot write: nothing kept
         return
@@ -183,3 +189,17 @@ def _store(path: Path, fn, n_inputs: int) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+
+
+def _make_room(folder: Path) -> None:
+    """Remove the least recently used quarter of the kept graphs when there are MAX_FILES (another process may remove
+    the same files meanwhile). Counting them costs a directory listing (~0.5 ms for 2000), not a stat of each."""
+    names = [entry.name for entry in os.scandir(folder) if entry.name.endswith(".pkl")]
+    if len(names) < MAX_FILES:
+        return
+    kept = []
+    for name in names:
+        with contextlib.suppress(OSError):
+            kept.append((os.stat(folder / name).st_mtime, name))
+    for _, name in sorted(kept)[: len(kept) - MAX_FILES * 3 // 4]:
+        (folder / name).unlink(missing_ok=True)

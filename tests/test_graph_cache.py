@@ -130,6 +130,26 @@ def test_an_unreadable_file_is_compiled_anew_and_replaced(kept_in):
     assert len(graph.outputs) == len(borrow) == 2
 
 
+def test_the_least_recently_used_graphs_make_room_for_a_new_one(kept_in, monkeypatch):
+    """With MAX_FILES kept, storing another removes the least recently used quarter; loading a graph marks it used."""
+    folder, rewritten = kept_in
+    monkeypatch.setattr(_graph_cache, "MAX_FILES", 4)
+    for k, scale in enumerate([1.0, 2.0, 3.0, 4.0]):
+        before = set(folder.iterdir())
+        numpy_function(*_scaled_exp(scale))
+        [new] = set(folder.iterdir()) - before
+        os.utime(new, (1e9 + k, 1e9 + k))  # stored in this order, a second apart
+    numpy_function(*_scaled_exp(1.0))  # loaded: now the most recently used
+    assert len(rewritten) == 4
+    numpy_function(*_scaled_exp(5.0))  # a fifth: the least recently used (2.0's) goes
+    assert len(list(folder.iterdir())) == 4
+    for scale in (1.0, 3.0, 4.0, 5.0):
+        numpy_function(*_scaled_exp(scale))
+    assert len(rewritten) == 5
+    numpy_function(*_scaled_exp(2.0))
+    assert len(rewritten) == 6
+
+
 def test_a_graph_over_shared_storage_is_not_kept(kept_in):
     """A shared variable's storage is its process's own: such a graph is compiled as usual and no file is written."""
     folder, rewritten = kept_in
