@@ -107,6 +107,8 @@ def _describe(x) -> str:
     if x is None or isinstance(x, bool | int | float | str | bytes | np.generic | np.dtype):
         return repr(x)
     if isinstance(x, np.ndarray):
+        if x.dtype.hasobject:
+            raise _Unkeyable(x.dtype)  # its bytes are addresses
         return f"array({x.dtype}, {x.shape}, {hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest()})"
     if isinstance(x, tuple | list | frozenset | set):
         parts = sorted(map(_describe, x)) if isinstance(x, frozenset | set) else map(_describe, x)
