@@ -136,14 +136,17 @@ def _qualified(x) -> str:
 
 @functools.cache
 def _versions() -> str:
-    """What a rewritten graph depends on besides itself: the libraries' versions and bayeskern's own rewrites and Ops."""
+    """What a rewritten graph depends on besides itself: the libraries' versions, bayeskern's own rewrites and Ops, and
+    PyTensor's flags that choose rewrites."""
     import pymc
 
     source = hashlib.sha256()
     for file in sorted(Path(__file__).parent.rglob("*.py")):
         source.update(file.read_bytes())
+    config = pytensor.config
     return (f"python {sys.version_info[:2]} pytensor {pytensor.__version__} pymc {pymc.__version__} numpy {np.__version__} "
-            f"bayeskern {source.hexdigest()} floatX {pytensor.config.floatX}")
+            f"bayeskern {source.hexdigest()} floatX {config.floatX} rewrites +{config.optimizer_including} "
+            f"-{config.optimizer_excluding} !{config.optimizer_requiring}")
 
 
 def _folder() -> Path:
