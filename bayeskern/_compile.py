@@ -300,7 +300,9 @@ NUMBA_NOGIL = Mode(linker=_GilReleasingNumbaLinker(), optimizer=get_mode("NUMBA"
 _MAX_ENTRIES = 512
 _CACHE: OrderedDict = OrderedDict()
 
-_MAX_GRAPHS = 32
+#: structures kept compiled in a process: a fit holds four or five (objective, natural values, initial point, prior
+#: draws, the Laplace step's Jacobian), so 64 keep a dozen kernel structures' fits
+_MAX_GRAPHS = 64
 _GRAPHS: list = []  # (inputs with the data's stand-ins, outputs, compile options, function, lock); newest last
 _GRAPHS_LOCK = threading.Lock()
 

@@ -7,6 +7,7 @@ import os
 import pickle
 import sys
 import tempfile
+import time
 import types
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -32,11 +33,13 @@ MAX_FILES = 2000
 
 #: compile options a kept graph is valid for; a call with others compiles as usual
 _OPTIONS = {"mode", "on_unused_input"}
+#: the packages whose versions key a kept graph: a graph holding an Op, type or function from any other is not kept
+_VERSIONED = {"builtins", "numpy", "scipy", "pytensor", "pymc", "bayeskern"}
 
 
 class _Unkeyable(Exception):
     """The graph holds something whose identity a fingerprint cannot state (a closure, a shared variable, an object
-    without `__props__`): it is compiled as usual, not kept."""
+    without `__props__`, an Op from a package whose version is not in the key): it is compiled as usual, not kept."""
 
 
 def function(inputs: list, outputs, compile_: Callable[[], object], **options):
@@ -46,23 +49,24 @@ def function(inputs: list, outputs, compile_: Callable[[], object], **options):
 
     Rewriting a graph costs from ~10 ms to a few hundred; loading the rewritten one costs ~1–10 ms. Two graphs share a
     file when their fingerprints match: the same operations (type and `__props__`, what PyTensor's own Op equality
-    compares), constants (type and data), input types and wiring, under the same versions of PyTensor, PyMC, numpy and
-    bayeskern's source. A file that cannot be read or written is ignored: the function is compiled as usual.
+    compares), constants (type and data), input types and wiring, under the same versions of PyTensor, PyMC, numpy, SciPy
+    and bayeskern's source (`_versions`). A graph with an Op from another package (the user's own: its code is no part
+    of the key) is not kept. A file that cannot be read or written is ignored: the function is compiled as usual.
     """
     try:
         key = _key(inputs, outputs, options)
-    except _Unkeyable:
+    except (_Unkeyable, RecursionError):
         return compile_()
     path = _folder() / f"{key}.pkl"
-    if options.get("on_unused_input", pytensor.config.on_unused_input) != "ignore":  # the check runs on the graph as given
-        FunctionMaker.check_unused_inputs([In(v) for v in inputs], [SymbolicOutput(v) for v in _as_list(outputs)],
-                                          options.get("on_unused_input"))
     loaded = _load(path, options["mode"], inputs, single=not isinstance(outputs, list | tuple))
-    if loaded is not None:
-        return loaded
-    fn = compile_()
-    _store(path, fn, len(inputs))
-    return fn
+    if loaded is None:
+        fn = compile_()
+        _store(path, fn, len(inputs))
+        return fn
+    if options.get("on_unused_input", pytensor.config.on_unused_input) != "ignore":  # the check compiling would make,
+        FunctionMaker.check_unused_inputs([In(v) for v in inputs], [SymbolicOutput(v) for v in _as_list(outputs)],
+                                          options.get("on_unused_input"))  # on the graph as given
+    return loaded
 
 
 def _as_list(outputs) -> list:
@@ -70,9 +74,9 @@ def _as_list(outputs) -> list:
 
 
 def _key(inputs: list, outputs, options: dict) -> str:
-    if set(options) - _OPTIONS or outputs is None or not all(type(v) is not In and isinstance(v, Variable) for v in inputs):
-        raise _Unkeyable
-    text = "\n".join([_versions(), repr(sorted((k, v) for k, v in options.items() if k != "mode")),
+    if set(options) - _OPTIONS or outputs is None or not all(isinstance(v, Variable) for v in [*inputs, *_as_list(outputs)]):
+        raise _Unkeyable  # other options, or In/Out specifications: compiled as given
+    text = "\n".join([_versions(), f"floatX {pytensor.config.floatX}", repr(sorted((k, v) for k, v in options.items() if k != "mode")),
                       _fingerprint(list(inputs), _as_list(outputs))])
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -128,24 +132,30 @@ def _describe(x) -> str:
 
 
 def _qualified(x) -> str:
-    name = f"{getattr(x, '__module__', None)}.{getattr(x, '__qualname__', getattr(x, '__name__', None))}"
-    if "<locals>" in name or "<lambda>" in name or name.startswith("None."):
-        raise _Unkeyable  # a closure: the same name for different captured values
+    """module.name of a class or function from one of the libraries whose versions key the graphs (`_versions`)."""
+    module = getattr(x, "__module__", None) or ""
+    name = f"{module}.{getattr(x, '__qualname__', getattr(x, '__name__', None))}"
+    if module.split(".")[0] not in _VERSIONED or "<locals>" in name or "<lambda>" in name:
+        raise _Unkeyable(name)  # the user's own Op (its code is no part of the key), or a closure (one name, many values)
     return name
 
 
 @functools.cache
 def _versions() -> str:
-    """What a rewritten graph depends on besides itself: the libraries' versions, bayeskern's own rewrites and Ops, and
-    PyTensor's flags that choose rewrites."""
+    """What a rewritten graph depends on besides itself and floatX: the versions of the libraries its Ops and rewrites
+    come from (`_VERSIONED`; bayeskern's by its source), and PyTensor's flags that choose rewrites (fixed at start-up).
+
+    A rewrite the user registers with PyTensor is not in it: such a process should use a compile directory of its own.
+    """
     import pymc
+    import scipy
 
     source = hashlib.sha256()
     for file in sorted(Path(__file__).parent.rglob("*.py")):
         source.update(file.read_bytes())
     config = pytensor.config
     return (f"python {sys.version_info[:2]} pytensor {pytensor.__version__} pymc {pymc.__version__} numpy {np.__version__} "
-            f"bayeskern {source.hexdigest()} floatX {config.floatX} rewrites +{config.optimizer_including} "
+            f"scipy {scipy.__version__} bayeskern {source.hexdigest()} rewrites +{config.optimizer_including} "
             f"-{config.optimizer_excluding} !{config.optimizer_requiring}")
 
 
@@ -161,13 +171,13 @@ def _load(path: Path, mode, inputs: list, single: bool):
             graph, borrow = pickle.load(f)
         outputs = [SymbolicOutput(v, borrow=b) for v, b in zip(graph.outputs, borrow, strict=True)]
         named = [In(v, name=given.name) for v, given in zip(graph.inputs, inputs, strict=True)]
-        maker = FunctionMaker(named, outputs[0] if single else outputs, mode=mode, fgraph=graph,
-                              no_fgraph_prep=True, accept_inplace=True, on_unused_input="ignore")
+        function = FunctionMaker(named, outputs[0] if single else outputs, mode=mode, fgraph=graph,
+                                 no_fgraph_prep=True, accept_inplace=True, on_unused_input="ignore").create()
     except Exception:  # none yet, or cut short by an interrupted writer, or of classes changed since: compiled anew
         return None
     with contextlib.suppress(OSError):
         os.utime(path)  # used now: the last to go (`_make_room`)
-    return maker.create()
+    return function
 
 
 def _store(path: Path, fn, n_inputs: int) -> None:
@@ -198,8 +208,16 @@ def _store(path: Path, fn, n_inputs: int) -> None:
 
 def _make_room(folder: Path) -> None:
     """Remove the least recently used quarter of the kept graphs when there are MAX_FILES (another process may remove
-    the same files meanwhile). Counting them costs a directory listing (~0.5 ms for 2000), not a stat of each."""
-    names = [entry.name for entry in os.scandir(folder) if entry.name.endswith(".pkl")]
+    the same files meanwhile), and temporary files an interrupted writer left. Counting the graphs costs a directory
+    listing (~0.5 ms for 2000), not a stat of each."""
+    names = []
+    for entry in os.scandir(folder):
+        if entry.name.endswith(".pkl"):
+            names.append(entry.name)
+        elif entry.name.endswith(".tmp"):  # left by a writer killed before its rename, an hour ago or more
+            with contextlib.suppress(OSError):
+                if time.time() - entry.stat().st_mtime > 3600:
+                    os.unlink(entry.path)
     if len(names) < MAX_FILES:
         return
     kept = []

@@ -605,7 +605,7 @@ def test_unaligned_data_fit_as_their_aligned_copies():
 @pytest.mark.parametrize("strategy", [None, "prior"], ids=["initial", "prior"])
 def test_the_starts_are_pymcs_initial_points(strategy):
     """`_point_draws` compiles PyMC's initial-point expression with the generators as inputs, on the NUMPY mode: for
-    every seed the same numbers, bit for bit, as `make_initial_point_fn` on PyMC's FAST_COMPILE (HalfNormal through
+    every seed of this model the same numbers, bit for bit, as `make_initial_point_fn` on PyMC's FAST_COMPILE (HalfNormal through
     scipy.stats) — the initial values and draws from the priors — each generator seeded as PyMC seeds it (a hierarchical prior would tell two generators swapped)."""
     from pymc.initial_point import make_initial_point_fn
 

@@ -173,6 +173,44 @@ def test_a_graph_with_an_inner_graph_is_not_kept(kept_in):
     assert len(rewritten) == 1 and list(folder.iterdir()) == []
 
 
+class _Twice(pytensor.graph.op.Op):
+    """An Op of the user's own: its code is no part of a kept graph's key."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        return pytensor.graph.basic.Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = 2.0 * inputs[0]
+
+
+def test_a_graph_with_an_op_of_the_users_own_is_not_kept(kept_in):
+    """Only Ops (and types, and functions in props) from the packages whose versions key a graph are fingerprinted: an
+    edited Op of the user's would otherwise be loaded as rewritten before the edit."""
+    folder, rewritten = kept_in
+    x = pt.vector("x")
+    fn = numpy_function([x], [_Twice()(x) + 1.0])
+    np.testing.assert_array_equal(fn(np.array([1.0, 2.0]))[0], [3.0, 5.0])
+    assert len(rewritten) == 1 and list(folder.iterdir()) == []
+
+
+def test_one_output_or_a_list_of_one_share_a_graph_and_answer_as_asked(kept_in):
+    """A single output returns an array, a list of one a list: one kept graph serves both. An output given as PyTensor's
+    `Out` (a specification, not a variable) is compiled as given, not kept."""
+    folder, rewritten = kept_in
+    x = pt.vector("x")
+    single = numpy_function([x], pt.exp(x))
+    listed = numpy_function([x], [pt.exp(x)])
+    assert len(rewritten) == 1 and len(list(folder.iterdir())) == 1
+    np.testing.assert_array_equal(single(np.array([0.0])), np.exp([0.0]))
+    np.testing.assert_array_equal(listed(np.array([0.0]))[0], np.exp([0.0]))
+    assert isinstance(single(np.array([0.0])), np.ndarray) and isinstance(listed(np.array([0.0])), list)
+    given = numpy_function([x], [pytensor.Out(x * 2.0, borrow=True)])
+    np.testing.assert_array_equal(given(np.array([1.0]))[0], [2.0])
+    assert len(rewritten) == 2 and len(list(folder.iterdir())) == 1
+
+
 def test_an_unused_input_still_raises_where_asked(kept_in):
     x, y = pt.vector("x"), pt.vector("y")
     numpy_function([x, y], [x * 2.0], on_unused_input="ignore")

@@ -304,11 +304,12 @@ def _starts(model, objective: _Objective, restarts: int, seed) -> list[np.ndarra
 
 
 def _point_draws(model, strategy: str | None = None):
-    """seed → {value variable: its initial value, unconstrained}: `make_initial_point_fn`'s numbers, bit for bit —
-    the model's initial values (`strategy` None) or draws from the priors ("prior") — each random generator seeded from
-    the seed as PyMC seeds it. PyMC compiles a new function for every call of
-    `make_initial_point_fn` (~0.1–0.2 s of every fit, HalfNormal draws importing scipy.stats); here the generators are
-    inputs, so the graph goes through `compiled_graph` on `NUMPY`: compiled once per structure, its rewritten graph
+    """seed → {value variable: its initial value, unconstrained}: `make_initial_point_fn`'s numbers — the model's
+    initial values (`strategy` None) or draws from the priors ("prior") — each random generator seeded from the seed as
+    PyMC seeds it; the same to the bit where `NUMPY`'s rewrites and PyMC's FAST_COMPILE compute alike (a hierarchical
+    draw through exp(log a), which FAST_RUN's rewrites simplify to a, can move by an ulp). PyMC compiles a new function
+    for every call of `make_initial_point_fn` (~0.1–0.2 s of every fit, HalfNormal draws importing scipy.stats); here
+    the generators are inputs, so the graph goes through `compiled_graph` on `NUMPY`: compiled once per structure, its rewritten graph
     kept on disk for later processes."""
     values = make_initial_point_expression(
         free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
