@@ -16,11 +16,10 @@ import numpy as np
 import pytensor
 from pytensor.compile.io import In, SymbolicOutput
 from pytensor.compile.maker import FunctionMaker
-from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.type import Type
-from pytensor.graph.traversal import graph_inputs, io_toposort
+from pytensor.graph.traversal import io_toposort
 from pytensor.scalar.basic import ScalarOp
 
 __all__ = ["function"]
@@ -84,15 +83,13 @@ def _key(inputs: list, outputs, options: dict) -> str:
 def _fingerprint(inputs: list, outputs: list) -> str:
     """The graph as text: input types, then each node in topological order as `outputs = Op(props)(operands)`,
     operands named by position (inputs), by number (node outputs) or by type and value (constants)."""
-    if any(isinstance(v, SharedVariable) for v in graph_inputs(outputs)):
-        raise _Unkeyable  # its storage is the process's own
     names = {v: f"i{k}" for k, v in enumerate(inputs)}
     lines = [" ".join(_describe(v.type) for v in inputs)]
 
     def name(v) -> str:
         if v not in names:
-            if not isinstance(v, Constant):
-                raise _Unkeyable  # a root that is neither an input nor a constant
+            if not isinstance(v, Constant):  # a root that is neither an input nor a constant: a shared variable, whose
+                raise _Unkeyable(v)  # storage is the process's own
             names[v] = f"c({_describe(v.type)}, {_describe(v.data)})"
         return names[v]
 
@@ -123,12 +120,14 @@ def _describe(x) -> str:
         return f"slice({_describe(x.start)}, {_describe(x.stop)}, {_describe(x.step)})"
     if isinstance(x, type | types.FunctionType | types.BuiltinFunctionType | np.ufunc):
         return _qualified(x)
+    if isinstance(x, HasInnerGraph):
+        raise _Unkeyable(type(x))  # an inner graph (OpFromGraph, Composite, Scan): its props do not state it
     props = getattr(type(x), "__props__", None)
-    if isinstance(props, tuple) and not isinstance(x, HasInnerGraph):
+    if isinstance(props, tuple):
         return f"{_qualified(type(x))}({', '.join(_describe(getattr(x, p)) for p in props)})"
-    if isinstance(x, ScalarOp | Type) and not isinstance(x, HasInnerGraph):  # no props: its whole state (name, output
-        return f"{_qualified(type(x))}({_describe(vars(x))})"  # types), a superset of what its equality compares
-    raise _Unkeyable(type(x))  # an inner graph (OpFromGraph, Composite), or an object of unknown identity
+    if isinstance(x, ScalarOp | Type):  # no props: its whole state (name, output types), a superset of what its
+        return f"{_qualified(type(x))}({_describe(vars(x))})"  # equality compares
+    raise _Unkeyable(type(x))  # an object of unknown identity
 
 
 def _qualified(x) -> str:

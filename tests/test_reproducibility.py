@@ -112,12 +112,17 @@ def test_flag_scopes_nest_overlap_across_threads_and_restore_the_flag(scope, fla
     assert seen == [value, value, value] and current() == before
 
 
-def test_the_graphs_bayeskern_builds_record_no_creation_stack_and_the_users_still_do():
+def test_the_graphs_bayeskern_builds_record_no_creation_stack_and_the_users_still_do(tmp_path, monkeypatch):
     """`untraced`: the likelihood's graph (built by gp.marginal_likelihood) and the graphs a fit builds and compiles carry
-    no `tag.trace`; a variable the user creates, before or after, keeps PyTensor's (8 frames by default)."""
+    no `tag.trace`; a variable the user creates, before or after, keeps PyTensor's (8 frames by default). The kept
+    rewritten graphs go to an empty folder of this test's own, so that the fit compiles its graphs here rather than
+    loading them (`_graph_cache`)."""
     import pymc as pm
 
     import bayeskern as bk
+    from bayeskern import _graph_cache
+
+    monkeypatch.setattr(_graph_cache, "_folder", lambda: tmp_path)
 
     X = np.linspace(0.0, 1.0, 12)[:, None]
     y = np.sin(6.0 * X[:, 0])

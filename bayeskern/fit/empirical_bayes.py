@@ -227,7 +227,7 @@ class _Objective:
         # the graphs over one joined vector (`pymc.join_nonshared_inputs` clones them, ~0.1 s of every fit's set-up)
         options = {"mode": NUMPY} if n_data <= NUMPY_MAX_N else {}
         self._value_and_grad = compiled_graph(list(self.value_vars), [logp, grad], hoist=True, **options)
-        self._natural_values = pt.concatenate([v.ravel() for v in natural]) if natural else pt.zeros(0)
+        self._natural_values = pt.concatenate([v.ravel() for v in natural])  # (empirical_bayes refuses a model without free RVs)
         self._natural = compiled_graph(list(self.value_vars), natural, mode=NUMPY)  # evaluated a few times per fit: numpy
         self.sizes = [int(np.size(self.point[v.name])) for v in self.value_vars]
         self._shapes, self._ends = [np.shape(self.point[v.name]) for v in self.value_vars], np.cumsum(self.sizes)[:-1]
@@ -266,7 +266,7 @@ class _Objective:
 
     def params(self, z) -> dict:
         """Natural-scale values of the free random variables at z."""
-        values = self._natural(*self._split(z)) if self.model.free_RVs else []
+        values = self._natural(*self._split(z))
         return {rv.name: float(v) if np.ndim(v) == 0 else np.array(v) for rv, v in zip(self.model.free_RVs, values, strict=True)}
 
     def natural_jacobian(self, z) -> np.ndarray:
@@ -318,8 +318,7 @@ def _point_draws(model, strategy: str | None = None):
     )
     rngs = find_rng_nodes(values)
     generators = [rng.type() for rng in rngs]
-    with untraced():
-        draw = compiled_graph(generators, graph_replace(values, dict(zip(rngs, generators, strict=True)), strict=False), mode=NUMPY)
+    draw = compiled_graph(generators, graph_replace(values, dict(zip(rngs, generators, strict=True)), strict=False), mode=NUMPY)
     names = [model.rvs_to_values[rv].name for rv in model.free_RVs]
 
     def seeded(seed=None) -> dict:
