@@ -263,10 +263,15 @@ def _elemwise_into_one_array(fgraph, node):
 #: evaluated too few times, or on arrays too small, for Numba's compilation to pay for itself. Also without
 #: `local_mul_exp_to_exp_add`: it folds a·exp(−r²/2), a = e^z, into exp(z − r²/2), a second exp over every pair
 #: where the gradient needs exp(−r²/2) itself (measured with the clip's rewrites: 5-D ARD at n = 500, one evaluation
-#: 20.9 → 18.6 ms, medians of 60 alternated in one process)
+#: 20.9 → 18.6 ms, medians of 60 alternated in one process). And without `introduce_explicit_core_shape_rv`, Numba's
+#: wrapper of a random variable (an OpFromGraph whose inner function PyTensor compiles with its C/VM linker, importing
+#: setuptools: 0.1-0.2 s of the README fit's process when its initial points were loaded from the compile directory);
+#: the Python linker runs the RandomVariable's own `perform`, the same numpy draw
 NUMPY = Mode(
     linker="py",
-    optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion", "fuse_indexed_into_elemwise", "local_mul_exp_to_exp_add").register(
+    optimizer=get_mode("FAST_RUN").provided_optimizer.excluding(
+        "fusion", "fuse_indexed_into_elemwise", "local_mul_exp_to_exp_add", "introduce_explicit_core_shape_rv"
+    ).register(
         (in2out(_clip_by_ufuncs, _clip_mask_as_isfinite), 49.5), (in2out(_inline_op_from_graph), 0.5),
         (in2out(_halfnormal_from_numpy), 0.6),
         (in2out(_elemwise_into_one_array), 99.0),

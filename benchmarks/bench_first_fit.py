@@ -5,7 +5,12 @@ with 5 restarts). "cold": PYTENSOR_FLAGS=base_compiledir=<a new empty folder>, a
 "warm": a folder filled by an earlier run. Cold and warm runs alternate; medians of `--runs` each.
 The child prints its own split (import, fit, evaluations) from time.perf_counter.
 
-    .venv/bin/python benchmarks/bench_first_fit.py --runs 5
+Bytecode: the children inherit PYTHONDONTWRITEBYTECODE. Where it is set (this workplace sets it), every process
+compiles bayeskern's own modules from source (an editable install has no .pyc until an import writes it), ~0.1 s.
+`--write-bytecode` runs the children as a default Python does: the first writes bayeskern's .pyc files, later ones
+read them — a user's second process. (Cold runs then read them too: the site-packages' were written by pip anyway.)
+
+    .venv/bin/python benchmarks/bench_first_fit.py --runs 5 [--write-bytecode]
 """
 
 import argparse
@@ -32,8 +37,10 @@ print(f"{t1 - t0:.3f} {time.perf_counter() - t1:.3f} {eb.n_evaluations} {eb.log_
 """
 
 
-def run(compiledir: str) -> tuple[float, list[str]]:
+def run(compiledir: str, write_bytecode: bool = False) -> tuple[float, list[str]]:
     env = dict(os.environ, PYTENSOR_FLAGS=f"base_compiledir={compiledir}")
+    if write_bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", FIT], env=env, capture_output=True, text=True, check=True)
     return time.perf_counter() - started, done.stdout.split()
@@ -42,13 +49,14 @@ def run(compiledir: str) -> tuple[float, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    runs = parser.parse_args().runs
+    parser.add_argument("--write-bytecode", action="store_true", help="children write and read .pyc files (see above)")
+    args = parser.parse_args()
     warm_dir = tempfile.mkdtemp(prefix="bk_warm_")
-    run(warm_dir)  # fills it
+    run(warm_dir, args.write_bytecode)  # fills it
     rows = {"cold": [], "warm": []}
-    for _ in range(runs):
-        rows["cold"].append(run(tempfile.mkdtemp(prefix="bk_cold_")))
-        rows["warm"].append(run(warm_dir))
+    for _ in range(args.runs):
+        rows["cold"].append(run(tempfile.mkdtemp(prefix="bk_cold_"), args.write_bytecode))
+        rows["warm"].append(run(warm_dir, args.write_bytecode))
     print("| cache | whole process s (median, min–max) | import s | fit s | evaluations | log p(t | θ̂) |")
     print("|---|---|---|---|---|---|")
     for name, results in rows.items():

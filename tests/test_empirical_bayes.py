@@ -565,6 +565,25 @@ def test_converged_means_a_newton_step_gains_less_than_the_tolerance():
     assert exact / 3 < stopped.predicted_gain < 3 * exact
 
 
+def test_the_curvature_pairs_are_the_last_secant_pairs_of_positive_curvature():
+    """Against the definition written out: every step between consecutive iterates of finite gradient, those with
+    sᵀy > 1e-12‖s‖‖y‖, the last CURVATURE_PAIRS of them, oldest first — with failing pairs and non-finite gradients mixed in."""
+    from bayeskern.fit.empirical_bayes import CURVATURE_PAIRS, _curvature_pairs
+
+    rng = np.random.default_rng(3)
+    for length in (1, 2, 5, CURVATURE_PAIRS + 1, 40):
+        iterates = [(rng.normal(size=3), rng.normal(size=3)) for _ in range(length)]
+        for k in range(0, length, 7):
+            iterates[k][1][1] = np.inf
+        points = [(z, g) for z, g in iterates if np.all(np.isfinite(g))]
+        steps = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(points, points[1:])]
+        kept = [(s, y) for s, y in steps if s @ y > 1e-12 * np.linalg.norm(s) * np.linalg.norm(y)][-CURVATURE_PAIRS:]
+        S, Y = _curvature_pairs(iterates)
+        assert 0 < len(kept) or length < 3  # random steps: about half have sᵀy > 0
+        np.testing.assert_array_equal(S, np.array([s for s, _ in kept]).reshape(-1, 3))
+        np.testing.assert_array_equal(Y, np.array([y for _, y in kept]).reshape(-1, 3))
+
+
 def test_laplace_is_computed_when_first_read_and_counts_its_own_evaluations():
     model, _ = _sigma_only()
     result = empirical_bayes(model, restarts=1)

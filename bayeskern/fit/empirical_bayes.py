@@ -420,10 +420,14 @@ def _curvature_pairs(iterates: list) -> tuple[np.ndarray, np.ndarray]:
     `iterates`: (z, gradient of −objective) at each iterate of a run, in order.
     """
     points = [(z, g) for z, g in iterates if np.all(np.isfinite(g))]
-    S = [b[0] - a[0] for a, b in zip(points, points[1:])]
-    Y = [b[1] - a[1] for a, b in zip(points, points[1:])]
-    kept = [(s, y) for s, y in zip(S, Y) if np.all(np.isfinite(y)) and s @ y > 1e-12 * np.linalg.norm(s) * np.linalg.norm(y)]
-    kept = kept[-CURVATURE_PAIRS:]
+    kept = []
+    for a, b in zip(reversed(points[:-1]), reversed(points[1:])):  # newest first: the stop checks call this every iteration
+        s, y = b[0] - a[0], b[1] - a[1]
+        if np.all(np.isfinite(y)) and s @ y > 1e-12 * np.linalg.norm(s) * np.linalg.norm(y):
+            kept.append((s, y))
+            if len(kept) == CURVATURE_PAIRS:
+                break
+    kept.reverse()
     p = len(iterates[0][0]) if iterates else 0
     return np.array([s for s, _ in kept]).reshape(-1, p), np.array([y for _, y in kept]).reshape(-1, p)
 
