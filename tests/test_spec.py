@@ -68,6 +68,34 @@ def test_the_model_a_spec_builds_has_its_priors_and_the_exact_likelihood(tmp_pat
     np.testing.assert_allclose(prior, stats.gamma(2.0, scale=1 / 4.0).logpdf(0.3) + stats.halfnorm(scale=0.5).logpdf(0.2), rtol=1e-12)
 
 
+def test_the_priors_are_checked_once_per_process_for_models_that_share_them(tmp_path, monkeypatch):
+    """The folds of a cross-validation build a model each with the same priors: their check (PyMC's initial point and
+    prior log densities, compiled) runs once; other priors, or a bad prior, are checked anew."""
+    import dataclasses
+    from collections import OrderedDict
+
+    from bayeskern.spec import build
+
+    monkeypatch.setattr(build, "_CHECKED", OrderedDict())
+    calls = []
+    check = build._check_priors
+    monkeypatch.setattr(build, "_check_priors", lambda path, model: calls.append(model) or check(path, model))
+    s = spec.load(_write(tmp_path, BASE))
+    data = s.load_data()
+    fold = dataclasses.replace(data, X=data.X[:5], y=data.y[:5])
+    first, second = s.model(s.candidates[0], data), s.model(s.candidates[0], fold)
+    assert calls == [first] and len(second.coords["obs"]) == 5
+    assert build._checked_priors(s.path, second, ()) == check(s.path, second)  # a new key: checked, the same values
+    other = spec.load(_write(tmp_path, BASE.replace("beta=4.0", "beta=5.0"), "other.toml"))
+    other.model(other.candidates[0], data)
+    assert len(calls) == 3
+    bad = spec.load(_write(tmp_path, BASE.replace("sigma=0.5", "sigma=-0.5"), "bad.toml"))
+    for _ in range(2):
+        with pytest.raises(spec.SpecError, match="priors.noise"):
+            bad.model(bad.candidates[0], data)
+    assert len(calls) == 5
+
+
 def test_blr_spec_with_several_feature_maps(tmp_path):
     text = BASE.replace('kind = "gp"\nkernel = "2.0 * RBF(lengthscale=ell)"', 'kind = "blr"\nfeatures = ["Polynomial(degree=1)", "Polynomial(degree=3)"]\nprior_cov = "a"')
     text = text.replace('ell = "Gamma(alpha=2.0, beta=4.0)"', 'a = "HalfNormal(sigma=10.0)"')
