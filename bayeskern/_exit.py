@@ -19,5 +19,4 @@ __all__ = ["install"]
 
 def install() -> None:
     """Register `gc.freeze` to run at exit, after the exit handlers registered later (atexit runs last-in, first-out)."""
-    atexit.unregister(gc.freeze)  # once per process, however often this runs
     atexit.register(gc.freeze)
