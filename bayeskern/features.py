@@ -8,7 +8,6 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor import wrap_py
 from pytensor.tensor.variable import TensorConstant
-from scipy.special import gammaln
 
 from bayeskern._linalg import EPS, psd_eigh
 from bayeskern._parameterised import Parameterised, bind_given, parameter
@@ -253,8 +252,8 @@ class PolynomialKernelFeatures(FeatureMap):
 
     def _symbolic(self, X, p):
         E = self.exponents(X.type.shape[1])
-        # (M; a) = M! / Πⱼ aⱼ!
-        coefficient = np.exp(gammaln(self.degree + 1) - np.sum(gammaln(E + 1), axis=1))
+        # (M; a) = M! / Πⱼ aⱼ!, in exact integers
+        coefficient = np.array([math.factorial(self.degree) // math.prod(math.factorial(int(a)) for a in row) for row in E], dtype=np.float64)
         V = pt.concatenate([pt.fill(X[:, :1], pt.sqrt(p["c"])), X], axis=1)  # v = (√c, x)
         return np.sqrt(coefficient)[None, :] * pt.prod(V[:, None, :] ** E[None, :, :], axis=2)
 

@@ -17,7 +17,6 @@ from bayeskern._results import Posterior
 from bayeskern._validation import (
     as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, offset_ratio,
 )
-from bayeskern.approx import check_approx
 from bayeskern.conditioned import Conditioned
 from bayeskern.kernels import Kernel
 from bayeskern.likelihood import KernelLikelihood, attach
@@ -37,6 +36,8 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, approx=None, **k
     GP, or an approximation of `bayeskern.approx` (`HSGP(m, c)`) whose likelihood is used instead.
     """
     if approx is not None:
+        from bayeskern.approx import check_approx  # here, not at import: an exact GP's process never loads the approximations
+
         return check_approx(approx).marginal_likelihood(name, X, y, kernel, sigma, **kwargs)
     name, X = check_name(name), as_inputs(X, "X")
     y = as_targets(y, X.shape[0], "y")
@@ -258,6 +259,8 @@ def condition(kernel: Kernel, X, y, sigma, approx=None) -> Conditioned:
     t = as_targets(y, X.shape[0], "y")
     kernel = check_kernel(kernel)
     if approx is not None:
+        from bayeskern.approx import check_approx
+
         return check_approx(approx).condition(kernel, X, t, float(check_sigma(sigma, allow_zero=False)))
     return ExactGP(kernel, X, t, float(check_sigma(sigma, allow_zero=True)))
 

@@ -75,6 +75,7 @@ fit = bk.fit.empirical_bayes(model, restarts=2, seed=0)
 assert fit.converged and "numba" not in sys.modules, "a numpy-mode fit imported Numba"
 assert "scipy.stats" not in sys.modules, "drawing HalfNormal starts imported scipy.stats"
 assert "setuptools" not in sys.modules, "a random variable's draws compiled with PyTensor's C/VM linker"
+assert "bayeskern.approx" not in sys.modules, "an exact GP loaded the approximations (and BLR, features, scipy.special)"
 """
 
 _NUMBA_COMPILE = """
@@ -93,7 +94,8 @@ assert abs(logp - (-1.5 * np.log(2 * np.pi * 1.1) - 1.5 / 1.1)) < 1e-12 and np.i
 
 def test_a_numpy_mode_fit_imports_neither_numba_nor_scipy_stats():
     """Numba and PyTensor's Numba dispatch cost ~0.35 s of a small fit's process, scipy.stats ~0.3 s (PyTensor's
-    HalfNormal draws call scipy.stats.halfnorm): a numpy-mode fit with HalfNormal priors needs none of them."""
+    HalfNormal draws call scipy.stats.halfnorm), the approximations with BLR and the feature maps
+    ~0.05 s: a numpy-mode fit of an exact GP with HalfNormal priors needs none of them."""
     done = subprocess.run([sys.executable, "-c", _NUMPY_MODE_FIT], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
 
