@@ -323,6 +323,34 @@ def test_models_of_one_structure_share_one_compiled_objective_and_keep_their_own
     np.testing.assert_allclose(mine(z)[0] - theirs(z)[0], expected, rtol=1e-10)
 
 
+def test_a_later_objective_of_one_structure_is_not_differentiated_again_and_its_gradient_is_its_own(monkeypatch):
+    """`compiled_graph(gradient=True)` builds ∇ log p only for a structure it has not compiled: a second model of the
+    structure (other data) builds no gradient graph, and both gradients match central differences of their own
+    objectives (step 1e-5 in z: truncation ~1e-10, round-off ~1e-11 · |f| / h; rtol 1e-6)."""
+    from bayeskern import _compile
+    from bayeskern.fit.empirical_bayes import _Objective
+
+    built = []
+    original = _compile._with_gradient
+    monkeypatch.setattr(_compile, "_with_gradient", lambda outputs, wrt: built.append(1) or original(outputs, wrt))
+    rng = np.random.default_rng(12)
+    objectives = []
+    for n in (14, 19):
+        X = rng.uniform(-2, 2, (n, 1))
+        with pm.Model() as model:  # MAP-II with a prior constant no other test uses: a structure new to this process
+            amp = pm.HalfNormal("amp", np.float64(4.321))
+            ls = pm.HalfNormal("ls", np.float64(3.0))
+            s = pm.HalfNormal("s", np.float64(1.0))
+            bk.gp.marginal_likelihood("y", X, np.sin(3 * X[:, 0]) + 0.1 * rng.standard_normal(n), amp * K.RBF(ls), s)
+        objectives.append(_Objective(model, model.observed_RVs[0], include_prior=True))
+        assert len(built) == 1  # the first model's, and not again for the second
+    assert objectives[0]._value_and_grad.function is objectives[1]._value_and_grad.function
+    z, h = np.array([np.log(0.8), np.log(0.6), np.log(0.3)]), 1e-5
+    for objective in objectives:
+        central = [(objective(z + h * e)[0] - objective(z - h * e)[0]) / (2 * h) for e in np.eye(3)]
+        np.testing.assert_allclose(objective(z)[1], central, rtol=1e-6, atol=1e-8)
+
+
 def test_what_depends_on_the_data_alone_is_computed_once_per_data(monkeypatch):
     """The objective computes its data-only part (the pairs of points, the inputs gathered at them, their differences)
     once per data set, not at every evaluation: its compiled per-evaluation graph holds none of it, its numbers are

@@ -221,12 +221,11 @@ class _Objective:
                 f"{'posterior' if include_prior else 'marginal likelihood'}: nothing determines them "
                 "(hyperpriors of hyperparameters need include_prior=True)"
             )
-        grad = pt.concatenate([pt.grad(logp, v).ravel() for v in self.value_vars])
         natural = [pt.as_tensor_variable(v) for v in model.replace_rvs_by_values(model.free_RVs)]
         # the value variables themselves are the compiled functions' inputs, fed the pieces of z (`_split`): no copy of
         # the graphs over one joined vector (`pymc.join_nonshared_inputs` clones them, ~0.1 s of every fit's set-up)
         options = {"mode": NUMPY} if n_data <= NUMPY_MAX_N else {}
-        self._value_and_grad = compiled_graph(list(self.value_vars), [logp, grad], hoist=True, **options)
+        self._value_and_grad = compiled_graph(list(self.value_vars), [logp], hoist=True, gradient=True, **options)
         self._natural_values = pt.concatenate([v.ravel() for v in natural])  # (empirical_bayes refuses a model without free RVs)
         self._natural = compiled_graph(list(self.value_vars), natural, mode=NUMPY)  # evaluated a few times per fit: numpy
         self.sizes = [int(np.size(self.point[v.name])) for v in self.value_vars]
