@@ -496,6 +496,7 @@ def test_a_run_stops_once_the_scales_running_to_their_edges_have_at_most_edge_ga
     import importlib
 
     eb_module = importlib.import_module("bayeskern.fit.empirical_bayes")
+    monkeypatch.setattr(eb_module, "FINISH_GAIN", 0.0)  # this rule alone, without `_finish_at_edges` (its own test)
     ours = _ExponentialTail()
     res = eb_module._maximise(ours, np.array([0.0, 0.0]), maxiter=500)
     assert "StopIteration" in res.message and res.x[1] <= -eb_module.AT_BOUND_Z
@@ -504,6 +505,64 @@ def test_a_run_stops_once_the_scales_running_to_their_edges_have_at_most_edge_ga
     chasing = _ExponentialTail()
     far = eb_module._maximise(chasing, np.array([0.0, 0.0]), maxiter=500)
     assert far.x[1] < res.x[1] and ours.calls < chasing.calls
+
+
+class _CoupledTail(_ExponentialTail):
+    """f(z) = 10 − ½(z₀ − 0.5 − c·e^{z₁})² − c·e^{z₁}: the tail moves the other coordinate's optimum with it (z₀* = 0.5 +
+    c·e^{z₁}), as a scale running to 0 moves the others in a kernel; the supremum 10 at z₀ = 0.5, z₁ → −∞."""
+
+    def __call__(self, z):
+        self.calls += 1
+        tail = self.c * np.exp(z[1])
+        r = z[0] - 0.5 - tail
+        return 10.0 - 0.5 * r**2 - tail, np.array([-r, r * tail - tail])
+
+
+@pytest.mark.parametrize("problem", [_ExponentialTail, _CoupledTail])
+def test_a_run_whose_scales_run_to_their_edges_ends_there_on_the_supremum(problem):
+    """`_finish_at_edges`: the tail put at its edge (z₁ = −Z_LIMIT, 3e^−40 ≈ 1e-17 from the supremum) and the rest moved
+    by quasi-Newton steps: the run ends there, within STOP_GAIN (1e-8, the rule it meets) of the supremum 10, so z₀
+    within √(2·1e-8) of 0.5; the gradient reported is the one at the point reported."""
+    import importlib
+
+    eb_module = importlib.import_module("bayeskern.fit.empirical_bayes")
+    ours = problem()
+    res = eb_module._maximise(ours, np.array([0.0, 0.0]), maxiter=500)
+    assert res.message == "finished at the edges" and res.x[1] == -eb_module.Z_LIMIT
+    assert 10.0 - (-res.fun) <= eb_module.STOP_GAIN and abs(res.x[0] - 0.5) <= 1.5e-4
+    assert np.array_equal(-res.jac, ours(res.x)[1])
+
+
+def test_where_the_tail_moves_the_rest_ending_at_the_edges_saves_the_iterations_that_follow_it(monkeypatch):
+    """With the rest's optimum moving with the tail (as in a kernel), the run that ends at the edges takes fewer calls
+    than the edge stop alone (FINISH_GAIN = 0: never tried), and ends nearer the supremum (that one within EDGE_GAIN).
+    (On a tail that moves nothing else L-BFGS-B settles the rest by itself, and the tries can cost a few calls more.)"""
+    import importlib
+
+    eb_module = importlib.import_module("bayeskern.fit.empirical_bayes")
+    ours = _CoupledTail()
+    res = eb_module._maximise(ours, np.array([0.0, 0.0]), maxiter=500)
+    monkeypatch.setattr(eb_module, "FINISH_GAIN", 0.0)
+    following = _CoupledTail()
+    tail_stop = eb_module._maximise(following, np.array([0.0, 0.0]), maxiter=500)
+    assert tail_stop.x[1] > -eb_module.Z_LIMIT and 10.0 - (-tail_stop.fun) <= eb_module.EDGE_GAIN
+    assert ours.calls < following.calls and -res.fun > -tail_stop.fun
+
+
+def test_a_failed_try_to_end_at_the_edges_leaves_the_run_as_it_was(monkeypatch):
+    """A try whose steps cannot cut the predicted gain FINISH_RATE-fold (here: no step can) spends its evaluations and
+    returns nothing: the run goes on to the same point as a run that never tries, to the bit."""
+    import importlib
+
+    eb_module = importlib.import_module("bayeskern.fit.empirical_bayes")
+    monkeypatch.setattr(eb_module, "FINISH_RATE", np.inf)
+    tried = _CoupledTail()
+    res = eb_module._maximise(tried, np.array([0.0, 0.0]), maxiter=500)
+    monkeypatch.setattr(eb_module, "FINISH_GAIN", 0.0)
+    untried = _CoupledTail()
+    plain = eb_module._maximise(untried, np.array([0.0, 0.0]), maxiter=500)
+    np.testing.assert_array_equal(res.x, plain.x)
+    assert res.fun == plain.fun and res.message == plain.message and tried.calls > untried.calls
 
 
 def test_the_edge_stop_waits_while_the_tail_holds_more_than_edge_gain(monkeypatch):
