@@ -521,7 +521,7 @@ class _CoupledTail(_ExponentialTail):
 
 @pytest.mark.parametrize("problem", [_ExponentialTail, _CoupledTail])
 def test_a_run_whose_scales_run_to_their_edges_ends_there_on_the_supremum(problem):
-    """`_finish_at_edges`: the tail put at its edge (z₁ = −FINISH_Z, 3e^−30 ≈ 3e-13 from the supremum) and the rest moved
+    """`_finish_at_edges`: the tail put at its edge (z₁ = −Z_LIMIT, 3e^−30 ≈ 3e-13 from the supremum) and the rest moved
     by quasi-Newton steps: the run ends there, within STOP_GAIN (1e-8, the rule it meets) of the supremum 10, so z₀
     within √(2·1e-8) of 0.5; the gradient reported is the one at the point reported."""
     import importlib
@@ -529,7 +529,7 @@ def test_a_run_whose_scales_run_to_their_edges_ends_there_on_the_supremum(proble
     eb_module = importlib.import_module("bayeskern.fit.empirical_bayes")
     ours = problem()
     res = eb_module._maximise(ours, np.array([0.0, 0.0]), maxiter=500)
-    assert res.message == "finished at the edges" and res.x[1] == -eb_module.FINISH_Z
+    assert res.message == "finished at the edges" and res.x[1] == -eb_module.Z_LIMIT
     assert 10.0 - (-res.fun) <= eb_module.STOP_GAIN and abs(res.x[0] - 0.5) <= 1.5e-4
     assert np.array_equal(-res.jac, ours(res.x)[1])
 
@@ -546,7 +546,7 @@ def test_where_the_tail_moves_the_rest_ending_at_the_edges_saves_the_iterations_
     monkeypatch.setattr(eb_module, "FINISH_GAIN", 0.0)
     following = _CoupledTail()
     tail_stop = eb_module._maximise(following, np.array([0.0, 0.0]), maxiter=500)
-    assert tail_stop.x[1] > -eb_module.FINISH_Z and 10.0 - (-tail_stop.fun) <= eb_module.EDGE_GAIN
+    assert tail_stop.x[1] > -eb_module.Z_LIMIT and 10.0 - (-tail_stop.fun) <= eb_module.EDGE_GAIN
     assert ours.calls < following.calls and -res.fun > -tail_stop.fun
 
 
@@ -572,17 +572,17 @@ def test_ending_at_the_edges_does_not_jump_over_a_maximum_further_out():
     pairs = (np.eye(2), np.diag([1.0, 1e-3]))  # curvature of −f in both directions
     z = np.array([0.5, 9.0])
     bump = _BumpBeyond()
-    assert 0 < bump(z)[1][1] <= eb_module.GRAD_TOL and bump(np.array([0.5, eb_module.FINISH_Z]))[0] > bump(z)[0]
+    assert 0 < bump(z)[1][1] <= eb_module.GRAD_TOL and bump(np.array([0.5, eb_module.Z_LIMIT]))[0] > bump(z)[0]
     assert eb_module._finish_at_edges(bump, z, bump(z)[1], pairs, [eb_module.FINISH_GAIN]) is None
     tail = _ExponentialTail(c=3e-4 * np.exp(9.0))  # outward gradient 3e-4 at z₁ = −9
     z_tail = np.array([0.5, -9.0])
     end = eb_module._finish_at_edges(tail, z_tail, tail(z_tail)[1], pairs, [eb_module.FINISH_GAIN])
-    assert end is not None and end[0][1] == -eb_module.FINISH_Z
+    assert end is not None and end[0][1] == -eb_module.Z_LIMIT
 
 
 def test_a_weight_running_to_one_is_named_and_has_no_laplace_sd():
     """A Beta weight (logodds transform) whose fit runs it to 1: the run ends short of where expit rounds onto the bound
-    (|z| = FINISH_Z = 30, 1 − 9e-14), so the warning names the element that ran out and its Laplace sd is NaN (the
+    (|z| = Z_LIMIT = 30, 1 − 9e-14), so the warning names the element that ran out and its Laplace sd is NaN (the
     Hessian is inverted on the others), as for any edge."""
     rng = np.random.default_rng(1)
     X = rng.uniform(-2, 2, (80, 1))

@@ -33,8 +33,11 @@ __all__ = ["EmpiricalBayesResult", "Laplace", "Optimum", "empirical_bayes"]
 #: less than EDGE_FLAT. A run stopped at a cliff on its way out (beyond it K + σ²I is singular to
 #: round-off and needs jitter) is continued from EDGE_STEP further out, at most EDGE_RETRIES times
 AT_BOUND_Z, EDGE_STEP, EDGE_FLAT, EDGE_RETRIES = 8.0, 5.0, 1e-3, 3
-#: starts drawn from the priors are clipped to this box in unconstrained space
-Z_LIMIT = 40.0
+#: the edge of the box in unconstrained space: starts drawn from the priors are clipped to it, `_at_edge` looks out to
+#: it, and `_finish_at_edges` puts the coordinates running out there. e^−30 ≈ 1e-13 from the edge of the support, and a
+#: logistic or interval transform's value still short of its bound in float64 (from |z| ≈ 37 it rounds onto the bound,
+#: and then no longer tells which elements ran to it)
+Z_LIMIT = 30.0
 #: converged: a Newton step from where the optimiser stopped, with the optimiser's own curvature,
 #: would gain at most GAIN_TOL in the objective (nats), over the parameters not at a bound
 GAIN_TOL = 1e-4
@@ -60,13 +63,12 @@ EDGE_GAIN = 1e-6
 #: evaluations, 38 of them ended by this rule, gaining 2e-9 nats); away from it a line search takes 1–3
 STALLED_SEARCH = 4
 #: `_finish_at_edges` ends a run whose scales run out to their edges: it is tried once the other coordinates' predicted
-#: gain is ≤ FINISH_GAIN and the outward gradients sum to ≤ GRAD_TOL, puts those coordinates at |z| = FINISH_Z, and takes
+#: gain is ≤ FINISH_GAIN and the outward gradients sum to ≤ GRAD_TOL, puts those coordinates at |z| = Z_LIMIT, and takes
 #: up to FINISH_STEPS quasi-Newton steps, each to cut that gain FINISH_RATE-fold. The tails otherwise cost an iteration
 #: per halving, and L-BFGS-B's steps along them keep the rest from settling (measured: README fit 251 → 189 evaluations,
 #: sum kernel at n = 500 59 → 52, the additive kernel 88 → 89; log p within 2e-6 of the run without it, higher for
-#: these three). FINISH_Z: e^−30 ≈ 1e-13 from the edge, and a logistic or interval transform's value still short of
-#: its bound in float64 (from |z| ≈ 37 it rounds onto the bound, and then no longer tells which elements ran to it)
-FINISH_GAIN, FINISH_STEPS, FINISH_RATE, FINISH_Z = 1e-5, 4, 4.0, 30.0
+#: these three)
+FINISH_GAIN, FINISH_STEPS, FINISH_RATE = 1e-5, 4, 4.0
 #: up to this many data points (rows one evaluation passes over) the objective runs in numpy (`_compile.NUMPY`: no
 #: compilation, ~0.3–1 s of graph rewriting instead of Numba's 5–30 s for a new structure on a new machine). Measured
 #: per evaluation of the 11-parameter additive kernel (2026-11-24, pair form, warm cache), numpy vs Numba: n = 200
@@ -423,41 +425,54 @@ def _run_out(objective: _Objective, z: np.ndarray) -> np.ndarray:
     return objective.transformed & (np.abs(z) >= AT_BOUND_Z)
 
 
+def _rising_out(objective: _Objective, z: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Which coordinates have run out past AT_BOUND_Z with the objective still rising outwards."""
+    return _run_out(objective, z) & (g * np.sign(z) > 0)
+
+
+def _done_but_edges(g: np.ndarray, out: np.ndarray, pairs: tuple) -> bool:
+    """At most EDGE_GAIN left to gain between the coordinates `out` (the sum of their gradients: a scale running to its
+    edge has an e^{rz} tail) and the others stationary (`_near_stationary` to STOP_GAIN)."""
+    return bool(np.sum(np.abs(g[out])) <= EDGE_GAIN and _near_stationary(np.where(out, 0.0, g), pairs, STOP_GAIN))
+
+
 def _settled_short_of_edges(objective: _Objective, z: np.ndarray, g: np.ndarray, pairs: tuple) -> bool:
-    """Coordinates run out past AT_BOUND_Z, still rising outwards, with at most EDGE_GAIN left to gain between them,
-    and the others stationary (`_near_stationary` to STOP_GAIN): going on would only follow e^−|z| tails."""
-    out = _run_out(objective, z) & (g * np.sign(z) > 0)
-    return bool(out.any() and np.sum(np.abs(g[out])) <= EDGE_GAIN and _near_stationary(np.where(out, 0.0, g), pairs, STOP_GAIN))
+    """Coordinates rising out (`_rising_out`) and `_done_but_edges`: going on would only follow e^−|z| tails."""
+    out = _rising_out(objective, z, g)
+    return bool(out.any() and _done_but_edges(g, out, pairs))
 
 
 def _finish_at_edges(objective: _Objective, z: np.ndarray, g: np.ndarray, pairs: tuple, finish_below: list) -> tuple | None:
     """Where a run can end at once, its tails followed out: the coordinates past AT_BOUND_Z still rising outwards put at
-    their edges (|z| = FINISH_Z), the others moved by up to FINISH_STEPS quasi-Newton steps H̃∇f from the run's curvature pairs;
-    (z, f, g) there once `_near_stationary` holds there to STOP_GAIN with ≤ EDGE_GAIN left at the edges, else None.
+    their edges (|z| = Z_LIMIT), the others moved by up to FINISH_STEPS quasi-Newton steps H̃∇f from the run's curvature pairs;
+    (z, f, g) there once `_done_but_edges` holds there, else None.
 
     Tried where the others' predicted gain is at most `finish_below[0]` (FINISH_GAIN, then a tenth of each failed try's)
     and the outward gradients sum to at most GRAD_TOL: a try spends its evaluations, and the run goes on as before. A
     step must not lower f, must cut the predicted gain at least FINISH_RATE-fold (on an ill-conditioned ridge the L-BFGS
     curvature cannot, and L-BFGS-B is left to it), and must leave no edge coordinate's gradient pointing back inwards.
     """
-    out = _run_out(objective, z) & (g * np.sign(z) > 0)
-    gain = _newton_gain(np.where(out, 0.0, g), *pairs)
+    out = _rising_out(objective, z, g)
+
+    def rest(v):  # the other coordinates' part of v
+        return np.where(out, 0.0, v)
+
+    gain = _newton_gain(rest(g), *pairs)
     if not out.any() or gain > finish_below[0] or np.sum(np.abs(g[out])) > GRAD_TOL:
         return None
     finish_below[0] = gain / 10
     point, f = z.copy(), objective(z)[0]  # (the run's latest evaluation, remembered: not evaluated again)
-    edges = np.sign(z[out]) * np.maximum(FINISH_Z, np.abs(z[out]))  # (one already further out stays there)
+    edges = np.sign(z[out]) * np.maximum(Z_LIMIT, np.abs(z[out]))  # (one already further out stays there)
     for _ in range(FINISH_STEPS):
-        # f rises along +H̃∇f: H̃ estimates the inverse Hessian of −f, the function L-BFGS-B minimises
-        trial = point + np.where(out, 0.0, _newton_step(np.where(out, 0.0, g), *pairs))
+        trial = point + rest(_newton_step(rest(g), *pairs))  # f rises along +H̃∇f: H̃ is of −f, which L-BFGS-B minimises
         trial[out] = edges
         f_trial, g_trial = objective(trial)
-        gain_trial = _newton_gain(np.where(out, 0.0, g_trial), *pairs)
+        gain_trial = _newton_gain(rest(g_trial), *pairs)
         inwards = np.any(g_trial[out] * np.sign(z[out]) < 0)  # a maximum passed on the way out: not a tail
         if not (np.isfinite(f_trial) and f_trial >= f and gain_trial <= gain / FINISH_RATE) or inwards:
             return None
         point, f, g, gain = trial, f_trial, g_trial, gain_trial
-        if np.sum(np.abs(g[out])) <= EDGE_GAIN and _near_stationary(np.where(out, 0.0, g), pairs, STOP_GAIN):
+        if _done_but_edges(g, out, pairs):
             return point, f, g
     return None
 
@@ -515,9 +530,6 @@ def _at_edge(objective: _Objective, z: np.ndarray) -> tuple[np.ndarray, np.ndarr
         outwards = np.sign(z[i])
         if g[i] * outwards > GRAD_TOL:  # still rising outwards: stopped by a cliff (or maxiter), not a maximum
             edge[i] = cliff[i] = True
-            continue
-        if abs(z[i]) >= FINISH_Z and g[i] * outwards >= 0:  # where `_finish_at_edges` puts an edge (or further): e^−30 from it
-            edge[i] = True
             continue
         far = z.copy()
         far[i] = outwards * max(Z_LIMIT, abs(z[i]))
