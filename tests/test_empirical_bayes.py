@@ -759,12 +759,12 @@ def test_unaligned_data_fit_as_their_aligned_copies():
 
 @pytest.mark.parametrize("strategy", [None, "prior"], ids=["initial", "prior"])
 def test_the_starts_are_pymcs_initial_points(strategy):
-    """`_point_draws` compiles PyMC's initial-point expression with the generators as inputs, on the NUMPY mode: for
+    """`point_draws` compiles PyMC's initial-point expression with the generators as inputs, on the NUMPY mode: for
     every seed of this model the same numbers, bit for bit, as `make_initial_point_fn` on PyMC's FAST_COMPILE (HalfNormal through
     scipy.stats) — the initial values and draws from the priors — each generator seeded as PyMC seeds it (a hierarchical prior would tell two generators swapped)."""
     from pymc.initial_point import make_initial_point_fn
 
-    from bayeskern.fit.empirical_bayes import _point_draws
+    from bayeskern.fit._initial_point import point_draws
 
     with pm.Model() as model:
         pm.HalfNormal("amp", 5.0, shape=4)
@@ -777,7 +777,7 @@ def test_the_starts_are_pymcs_initial_points(strategy):
         pm.Normal("offset", 0.0, spread, shape=3)
     overrides = {rv: strategy for rv in model.free_RVs} if strategy else None
     reference = make_initial_point_fn(model=model, overrides=overrides, return_transformed=True)
-    ours = _point_draws(model, strategy)
+    ours = point_draws(model, strategy)
     for seed in range(30):
         got, want = ours(seed), reference(seed)
         assert list(got) == list(want)

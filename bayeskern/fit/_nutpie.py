@@ -27,7 +27,7 @@ from pymc.backends.arviz import patch_nutpie_idata
 from pymc.util import get_random_generator
 
 from bayeskern._compile import NUMBA_NOGIL, data_stand_ins, exact_arithmetic, same_structure, split_off_data
-from bayeskern.fit.empirical_bayes import _point_draws
+from bayeskern.fit._initial_point import point_draws
 
 __all__ = ["sample"]
 
@@ -169,7 +169,7 @@ def _description(model, shared: list, sampled: list) -> tuple | None:
     shapes = tuple(tuple(v.type.shape) for v in sampled)
     if any(None in shape for shape in shapes):
         return None
-    start = {name: _plain(value) for name, value in _point_draws(model)().items()}
+    start = {name: _plain(value) for name, value in point_draws(model)().items()}
     initial = tuple((rv.name, _plain(value)) for rv, value in model.rvs_to_initial_values.items())
     coords = tuple((name, None if values is None else tuple(values)) for name, values in model.coords.items())
     dims = tuple((name, tuple(d)) for name, d in model.named_vars_to_dims.items())

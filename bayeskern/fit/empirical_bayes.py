@@ -12,8 +12,7 @@ import pytensor
 import pytensor.tensor as pt
 import scipy.optimize
 from scipy.optimize import LbfgsInvHessProduct
-from pymc.initial_point import make_initial_point_expression, make_initial_point_fn
-from pymc.pytensorf import find_rng_nodes
+from pymc.initial_point import make_initial_point_fn
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
@@ -21,6 +20,7 @@ from bayeskern._compile import NUMPY, compiled_graph, numpy_mode, reused_arrays,
 from bayeskern._gaussian_logp import GaussianLogp
 from bayeskern._json import jsonable
 from bayeskern._validation import check_flag, check_integer, check_model, check_seed
+from bayeskern.fit._initial_point import point_draws
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit.warning import FitWarning
 from bayeskern.likelihood import attach, find_likelihood
@@ -221,7 +221,7 @@ class _Objective:
     def __init__(self, model, obs, include_prior: bool):
         self.model = model
         n_data = find_likelihood(model)[1].rows_per_evaluation()
-        self.point = _point_draws(model)()
+        self.point = point_draws(model)()
         self.value_vars = model.value_vars
         logp = _with_jitter(_log_density(model, obs, include_prior))
         unused = [model.values_to_rvs[v].name for v in self.value_vars if v not in set(ancestors([logp]))]
@@ -295,7 +295,7 @@ def _starts(model, objective: _Objective, restarts: int, seed) -> list[np.ndarra
     """The model's initial point (its initvals), then draws from the priors, else jitter, with a finite objective."""
     starts = [objective.flat(objective.point)]
     rng = np.random.default_rng(seed)
-    prior = _point_draws(model, "prior") if restarts > 1 else None
+    prior = point_draws(model, "prior") if restarts > 1 else None
 
     @cache
     def jittered():  # compiled only if ten prior draws in a row give no finite objective
@@ -310,30 +310,6 @@ def _starts(model, objective: _Objective, restarts: int, seed) -> list[np.ndarra
                 starts.append(z)
                 break
     return starts
-
-
-def _point_draws(model, strategy: str | None = None):
-    """seed → {value variable: its initial value, unconstrained}: `make_initial_point_fn`'s numbers — the model's
-    initial values (`strategy` None) or draws from the priors ("prior") — each random generator seeded from the seed as
-    PyMC seeds it; the same to the bit where `NUMPY`'s rewrites and PyMC's FAST_COMPILE compute alike (a hierarchical
-    draw through exp(log a), which FAST_RUN's rewrites simplify to a, can move by an ulp). PyMC compiles a new function
-    for every call of `make_initial_point_fn` (~0.1–0.2 s of every fit, HalfNormal draws importing scipy.stats); here
-    the generators are inputs, so the graph goes through `compiled_graph` on `NUMPY`: compiled once per structure, its rewritten graph
-    kept on disk for later processes."""
-    values = make_initial_point_expression(
-        free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
-        initval_strategies={**model.rvs_to_initial_values, **{rv: strategy for rv in model.free_RVs if strategy}},
-        return_transformed=True,
-    )
-    rngs = find_rng_nodes(values)
-    generators = [rng.type() for rng in rngs]
-    draw = compiled_graph(generators, graph_replace(values, dict(zip(rngs, generators, strict=True)), strict=False), mode=NUMPY)
-    names = [model.rvs_to_values[rv].name for rv in model.free_RVs]
-
-    def seeded(seed=None) -> dict:
-        streams = np.random.SeedSequence(seed).spawn(len(rngs))  # `pymc.pytensorf.reseed_rngs`' seeding
-        return dict(zip(names, draw(*(np.random.Generator(np.random.PCG64(s)) for s in streams)), strict=True))
-    return seeded
 
 
 def _maximise(objective: _Objective, z0: np.ndarray, maxiter: int):

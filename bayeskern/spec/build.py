@@ -13,7 +13,7 @@ import pytensor.tensor as pt
 from bayeskern import blr, datasets, features, gp
 from bayeskern._compile import numpy_function
 from bayeskern.fit._plug_in import PlugIn
-from bayeskern.fit.empirical_bayes import _point_draws
+from bayeskern.fit._initial_point import point_draws
 from bayeskern.likelihood import find_likelihood
 from bayeskern.spec.expressions import FEATURES, PRIORS, _names_in, _short, parse_approx, parse_expression, parse_kernel
 from bayeskern.spec.limits import MAX_N, MAX_N_APPROX, MAX_SIZE, MAX_STORED
@@ -214,7 +214,7 @@ def _check_priors(path, model: pm.Model) -> dict:
 
     Returns the initial values of the free variables on their natural scale, by name.
     """
-    point = _point_draws(model)()  # the model's initial point, as a fit computes it
+    point = point_draws(model)()  # the model's initial point, as a fit computes it
     values = {v.name: point[v.name] for v in model.value_vars}
     natural = model.replace_rvs_by_values(model.free_RVs)
 
