@@ -2,7 +2,6 @@
 
 import contextlib
 import functools
-import gc
 import hashlib
 import os
 import pickle
@@ -167,36 +166,17 @@ def _load(path: Path, mode, inputs: list, single: bool):
     """The function of the graph kept at `path`, its inputs named as `inputs` are (a call may name them), or None where
     there is none that can be read here."""
     try:
-        with open(path, "rb") as f, _collector_paused():
+        with open(path, "rb") as f:
             graph, borrow = pickle.load(f)
-            outputs = [SymbolicOutput(v, borrow=b) for v, b in zip(graph.outputs, borrow, strict=True)]
-            named = [In(v, name=given.name) for v, given in zip(graph.inputs, inputs, strict=True)]
-            function = FunctionMaker(named, outputs[0] if single else outputs, mode=mode, fgraph=graph,
-                                     no_fgraph_prep=True, accept_inplace=True, on_unused_input="ignore").create()
+        outputs = [SymbolicOutput(v, borrow=b) for v, b in zip(graph.outputs, borrow, strict=True)]
+        named = [In(v, name=given.name) for v, given in zip(graph.inputs, inputs, strict=True)]
+        function = FunctionMaker(named, outputs[0] if single else outputs, mode=mode, fgraph=graph,
+                                 no_fgraph_prep=True, accept_inplace=True, on_unused_input="ignore").create()
     except Exception:  # none yet, or cut short by an interrupted writer, or of classes changed since: compiled anew
         return None
     with contextlib.suppress(OSError):
         os.utime(path)  # used now: the last to go (`_make_room`)
     return function
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """CPython's cyclic garbage collector off inside the block (as it was, after it).
-
-    A load allocates tens of thousands of objects that all live on (the graph and its function), and every 700 of them
-    the collector runs; in a process that imported PyMC the ~10th of those runs is a full collection over ~200 000
-    objects, 0.09–0.14 s — measured in the README fit's process (5 starts, 7 graphs loaded): one full collection during the
-    fit with the collector on, none with it paused in the loads. Nothing goes uncollected: the collector goes on counting
-    allocations while paused, runs a young-generation collection at the first allocation after the block, and any
-    cycle a load left behind is found by the collections after it."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _store(path: Path, fn, n_inputs: int) -> None:

@@ -118,29 +118,6 @@ def test_a_loaded_function_returns_arrays_of_its_own(kept_in):
     np.testing.assert_array_equal(a, kept)
 
 
-@pytest.mark.parametrize("enabled_before", [True, False])
-def test_a_load_runs_with_the_collector_paused_and_leaves_it_as_it_found_it(kept_in, monkeypatch, enabled_before):
-    """The cyclic collector is off while a kept graph is unpickled and assembled into a function (no full collection
-    over the process's objects in the middle of a load), and afterwards on or off as the caller had it."""
-    import gc
-
-    numpy_function(*_scaled_exp(2.0))
-    seen = []
-    load = pickle.load
-    monkeypatch.setattr(_graph_cache.pickle, "load", lambda f: seen.append(gc.isenabled()) or load(f))
-    create = FunctionMaker.create
-    monkeypatch.setattr(FunctionMaker, "create", lambda self, *a, **k: seen.append(gc.isenabled()) or create(self, *a, **k))
-    (gc.enable if enabled_before else gc.disable)()
-    try:
-        loaded = numpy_function(*_scaled_exp(2.0))
-        after = gc.isenabled()
-    finally:
-        gc.enable()
-    assert seen == [False, False]  # pickle.load, then FunctionMaker.create: the collector off in both
-    assert after is enabled_before
-    np.testing.assert_array_equal(loaded(np.array([1.0]))[0], np.exp([1.0]) * 2.0)
-
-
 def test_an_unreadable_file_is_compiled_anew_and_replaced(kept_in):
     folder, rewritten = kept_in
     numpy_function(*_scaled_exp(2.0))
