@@ -1,8 +1,8 @@
 """log N(t | 0, C) as one PyTensor Op whose gradient is the seeds' ½(ααᵀ − C⁻¹), α = C⁻¹t, compiled by Numba.
 
 The work is one Cholesky factorisation (LAPACK potrf), one solve (potrs) and the inverse from the
-factor (potri) — about three factorisations — plus a few passes over memory (the copy, a condition
-estimate, the symmetric gradient), against about seven for differentiating the Cholesky
+factor (potri) — about three factorisations — plus a few passes over memory (the copy, the symmetric gradient; a
+condition estimate only where C⁻¹ does not already prove C well conditioned), against about seven for differentiating the Cholesky
 factorisation symbolically. As for every PyTensor Op, there are two implementations of the one
 algorithm: Numba code calling LAPACK directly (`bayeskern._gaussian_logp_numba`), which PyTensor's Numba backend
 (PyMC's default, and nutpie's) runs without the GIL and caches on disk, and `perform`, the same LAPACK calls through
@@ -19,23 +19,31 @@ from pytensor.graph.op import Op
 from scipy.linalg import lapack
 
 from bayeskern._compile import reused_arrays
-from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI
+from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI, RCOND_PROOF_MARGIN
 
 __all__ = ["GaussianLogp", "gaussian_logp"]
 
 _JITTER_STEPS = np.asarray(JITTER_STEPS, dtype=np.float64)
 
 
-def _factor_scipy(K, noise_var: float, use_jitter: bool, lower):
-    """(U, jitter, step) with C + jitter·I = UᵀU from K's lower triangle, as `_logp_and_gradients` does.
+def _inverse_norm1_bound(C_inv) -> float:
+    """n · max (C⁻¹)ᵢᵢ ≥ ‖C⁻¹‖₁: for a positive definite M, |Mᵢⱼ| ≤ √(MᵢᵢMⱼⱼ) ≤ max Mᵢᵢ, so each column sums to at most
+    n times that. potri computes C⁻¹ = U⁻¹U⁻ᵀ from rows of U⁻¹, whose dot products obey the same Cauchy–Schwarz bound up
+    to round-off (relative n·ε), which RCOND_PROOF_MARGIN covers many times over. So 1/(‖C‖₁ · this) ≤ 1/cond₁(C) ≤
+    pocon's estimate, which bounds ‖C⁻¹‖₁ from below."""
+    return C_inv.shape[0] * float(np.max(np.diagonal(C_inv), initial=0.0))
+
+
+def _factor_and_invert_scipy(K, t, noise_var: float, use_jitter: bool, lower):
+    """(C⁻¹, α, Σ log Uᵢᵢ, jitter, step) with C + jitter·I = UᵀU from K's lower triangle, α = C⁻¹t and C⁻¹'s lower
+    triangle in C order (zeros above), as `_logp_and_gradients` does; None if no jitter works.
 
     The same LAPACK calls on the same memory layout as the Numba implementation: C's lower triangle in
     C order is, read through its transpose (Fortran order, no copy), the upper triangle LAPACK factorises
-    in place ("U"); U is returned in Fortran order. Every n × n array this allocates costs page faults
-    on first touch (half the time of this function at n = 500 before it worked in place); inside `reused_arrays` they
-    are kept from earlier calls. `lower`: the n × n mask of the lower triangle, diagonal included.
-    jitter = step · mean(diag C); `step` is 0.0 where no jitter was needed or the mean diagonal is not a
-    positive number (then jitter is relative to 1 and does not depend on C). (None, 0.0, 0.0) if none works.
+    in place ("U"). Every n × n array this allocates costs page faults on first touch (half the time of this function
+    at n = 500 before it worked in place); inside `reused_arrays` they are kept from earlier calls. `lower`: the n × n
+    mask of the lower triangle, diagonal included. jitter = step · mean(diag C); `step` is 0.0 where no jitter was
+    needed or the mean diagonal is not a positive number (then jitter is relative to 1 and does not depend on C).
     """
     n = K.shape[0]
 
@@ -56,29 +64,37 @@ def _factor_scipy(K, noise_var: float, use_jitter: bool, lower):
         jitter = step * scale
         A = C if k == 0 else lower_C()  # potrf overwrites its input: a retry (rare) builds C again
         A[np.diag_indices(n)] += jitter
-        U, info = lapack.dpotrf(A.T, lower=0, clean=1, overwrite_a=1)
+        U, info = lapack.dpotrf(A.T, lower=0, clean=1, overwrite_a=1)  # U is A.T: A holds U's transpose
         d = np.diagonal(U)
-        if info == 0 and np.all(np.isfinite(d) & (d > 0.0)):
-            rcond, _ = lapack.dpocon(U, norm1 + jitter, uplo="U")
-            if rcond > n * EPS:  # the rule of _linalg.cholesky
-                return U, jitter, step if scale_from_C else 0.0
-    return None, 0.0, 0.0
+        if info != 0 or not np.all(np.isfinite(d) & (d > 0.0)):
+            continue
+        log_det_half = np.log(d).sum()  # Σ log Uᵢᵢ = ½ log|C|
+        alpha, _ = lapack.dpotrs(U, t, lower=0)  # α = C⁻¹t
+        factor = reused_arrays.empty((n, n), np.float64)
+        np.copyto(factor, A)  # the factor, for pocon below should C⁻¹ not settle the test
+        C_inv = lapack.dpotri(U, lower=0, overwrite_c=1)[0].T  # C⁻¹'s lower triangle in C order, zeros above
+        # 1/cond₁(C) > n·ε, the rule of _linalg.cholesky (pocon's estimate), settled by C⁻¹ at hand where it proves
+        # 1/cond₁ > RCOND_PROOF_MARGIN·n·ε (`_inverse_norm1_bound`); else pocon is asked, as always
+        anorm = norm1 + jitter
+        proven = anorm * _inverse_norm1_bound(C_inv) * (RCOND_PROOF_MARGIN * n * EPS) < 1.0
+        if proven or lapack.dpocon(factor.T, anorm, uplo="U")[0] > n * EPS:
+            return C_inv, alpha, log_det_half, jitter, step if scale_from_C else 0.0
+    return None
 
 
 def _logp_and_gradients_scipy(K, t, noise_var: float, use_jitter: bool):
     """`_logp_and_gradients` through SciPy's LAPACK, vectorised: the Python linker's implementation of the Op.
 
-    The same LAPACK calls on the same layout (`_factor_scipy`), so the same numbers to the bit.
+    The same LAPACK calls on the same layout (`_factor_and_invert_scipy`), so the same numbers to the bit.
     """
     n = K.shape[0]
     lower = np.tri(n, dtype=bool)  # the entries i ≥ j (n² bytes, ~0.1 ms at n = 500)
-    U, jitter, step = _factor_scipy(K, noise_var, use_jitter, lower)
-    if U is None:
+    factored = _factor_and_invert_scipy(K, t, noise_var, use_jitter, lower)
+    if factored is None:
         return -np.inf, np.zeros((n, n)), np.zeros(n), 0.0
-    alpha, _ = lapack.dpotrs(U, t, lower=0)  # α = C⁻¹t
+    C_inv, alpha, log_det_half, jitter, step = factored
     # log p(t) = −½ tᵀα − Σ log Uᵢᵢ − n/2 log 2π   (R&W 2.30)
-    logp = -0.5 * t @ alpha - np.log(np.diagonal(U)).sum() - 0.5 * n * LOG_2PI
-    C_inv = lapack.dpotri(U, lower=0, overwrite_c=1)[0].T  # C⁻¹'s lower triangle in C order, zeros above
+    logp = -0.5 * t @ alpha - log_det_half - 0.5 * n * LOG_2PI
     # ∂ log p / ∂K over K's lower triangle: 2G below the diagonal, G on it, G = ½(ααᵀ − C⁻¹)   (R&W 5.9),
     # written into one array (no n × n temporaries: each new one costs its page faults, ~0.4 ms at n = 500)
     d_K = reused_arrays.zeros((n, n), np.float64)

@@ -14,7 +14,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.linalg._LAPACK import int_ptr_to_val, val_to_int_ptr
 
 from bayeskern._gaussian_logp import _JITTER_STEPS, GaussianLogp
-from bayeskern._linalg import EPS, LOG_2PI
+from bayeskern._linalg import EPS, LOG_2PI, RCOND_PROOF_MARGIN
 
 __all__ = ["_logp_and_gradients"]
 
@@ -51,6 +51,17 @@ _potrs = _lapack("potrs", (_i32p, _i32p, _i32p, _f64p, _i32p, _f64p, _i32p, _i32
 
 
 @numba_basic.numba_njit(fastmath=False)
+def _inverse_norm1_bound(A):
+    """n · max (C⁻¹)ᵢᵢ ≥ ‖C⁻¹‖₁, C⁻¹'s diagonal in A's (`_gaussian_logp._inverse_norm1_bound`)."""
+    n = A.shape[0]
+    largest, finite = 0.0, True
+    for i in range(n):
+        largest = max(largest, A[i, i])
+        finite = finite and np.isfinite(A[i, i])
+    return n * largest if finite else np.inf  # (a NaN proves nothing)
+
+
+@numba_basic.numba_njit(fastmath=False)
 def _scale_and_norm(K, noise_var):
     """(mean diag C or 1.0, whether it came from C, ‖C‖₁) of C = K + noise_var·I from K's lower triangle."""
     n = K.shape[0]
@@ -73,37 +84,71 @@ def _scale_and_norm(K, noise_var):
 
 
 @numba_basic.numba_njit(fastmath=False)
-def _factor(K, noise_var, use_jitter, scale, norm1):
-    """(A, jitter, ok): C + jitter·I = UᵀU factorised in place in A, the first of 0 and the `JITTER_STEPS` (relative to
-    `scale`, with `use_jitter`) at which C is numerically positive definite; ok False if none is.
+def _factor(A, K, noise_var, jitter):
+    """C + jitter·I = UᵀU factorised in A (potrf); whether that succeeded with a finite, positive diagonal.
 
     LAPACK reads a C-order array as its transpose: its upper triangle ("U") is the C-order lower triangle of A, which
     holds C's lower triangle. C = UᵀU with Uᵢⱼ (i ≤ j) in A[j, i]: every result is read from A's lower triangle.
     """
     n = K.shape[0]
+    for i in range(n):
+        for j in range(i):
+            A[i, j] = K[i, j]
+        A[i, i] = K[i, i] + noise_var + jitter  # C = K + σ²I (+ jitter·I)   (PRML 6.62)
+    uplo, N, info = val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
+    _potrf(uplo, N, A.ctypes, N, info)
+    ok = int_ptr_to_val(info) == 0
+    for i in range(n):
+        ok = ok and np.isfinite(A[i, i]) and A[i, i] > 0.0
+    return ok
+
+
+@numba_basic.numba_njit(fastmath=False)
+def _solve_and_invert(A, t, alpha):
+    """Σ log Uᵢᵢ = ½ log|C| from the factor in A; α = C⁻¹t written into `alpha` (potrs); C⁻¹ into A's lower triangle
+    (potri)."""
+    n = A.shape[0]
+    log_det_half = 0.0
+    for i in range(n):
+        log_det_half += np.log(A[i, i])
+    uplo, N, info = val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
+    alpha[:] = t
+    _potrs(uplo, N, val_to_int_ptr(np.int32(1)), A.ctypes, N, alpha.ctypes, N, info)
+    _potri(uplo, N, A.ctypes, N, info)
+    return log_det_half
+
+
+@numba_basic.numba_njit(fastmath=False)
+def _factor_and_invert(K, t, noise_var, use_jitter, scale, norm1):
+    """(A, α, Σ log Uᵢᵢ, jitter, ok): C + jitter·I = UᵀU for the first of 0 and the `JITTER_STEPS` (relative to
+    `scale`, with `use_jitter`) at which C is numerically positive definite, α = C⁻¹t, and C⁻¹'s lower triangle in A;
+    ok False if none is.
+
+    potrf also "succeeds" on a C singular to round-off, whose log-determinant is then noise: C is taken to be singular
+    where 1/cond₁(C) ≤ n·ε (the rule of _linalg.cholesky, pocon's estimate). C⁻¹ settles it where it proves
+    1/cond₁ > RCOND_PROOF_MARGIN·n·ε (`_inverse_norm1_bound`); else C is factorised again — potrf is deterministic:
+    the same U — and pocon asked, as always. (The SciPy implementation keeps a copy of U instead: inside
+    `reused_arrays` that costs no new memory; here a new n × n array a call costs its page faults at n ≥ 500.)
+    """
+    n = K.shape[0]
     anorm, rcond = np.empty(1), np.zeros(1)
     work, iwork = np.empty(3 * n), np.empty(n, dtype=np.int32)
     uplo, N, info = val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
-    n_tries = 1 + (_JITTER_STEPS.shape[0] if use_jitter else 0)
-    jitter, ok = 0.0, False
-    A = np.empty((n, n))
-    for attempt in range(n_tries):
+    A, alpha = np.empty((n, n)), np.empty(n)
+    log_det_half = 0.0
+    for attempt in range(1 + (_JITTER_STEPS.shape[0] if use_jitter else 0)):
         jitter = 0.0 if attempt == 0 else _JITTER_STEPS[attempt - 1] * scale
-        for i in range(n):
-            for j in range(i):
-                A[i, j] = K[i, j]
-            A[i, i] = K[i, i] + noise_var + jitter  # C = K + σ²I (+ jitter·I)   (PRML 6.62)
-        _potrf(uplo, N, A.ctypes, N, info)
-        ok = int_ptr_to_val(info) == 0
-        for i in range(n):
-            ok = ok and np.isfinite(A[i, i]) and A[i, i] > 0.0
-        if ok:  # potrf also "succeeds" on a C singular to round-off, whose log-determinant is then noise:
-            anorm[0] = norm1 + jitter  # ask LAPACK for 1/cond₁(C) and call C singular below n·ε
-            _pocon(uplo, N, A.ctypes, N, anorm.ctypes, rcond.ctypes, work.ctypes, iwork.ctypes, info)
-            ok = rcond[0] > n * EPS  # the rule of _linalg.cholesky
-        if ok:
-            break
-    return A, jitter, ok
+        if not _factor(A, K, noise_var, jitter):
+            continue
+        log_det_half = _solve_and_invert(A, t, alpha)
+        anorm[0] = norm1 + jitter
+        if anorm[0] * _inverse_norm1_bound(A) * (RCOND_PROOF_MARGIN * n * EPS) < 1.0:
+            return A, alpha, log_det_half, jitter, True
+        _factor(A, K, noise_var, jitter)
+        _pocon(uplo, N, A.ctypes, N, anorm.ctypes, rcond.ctypes, work.ctypes, iwork.ctypes, info)
+        if rcond[0] > n * EPS:
+            return A, alpha, _solve_and_invert(A, t, alpha), jitter, True
+    return A, alpha, log_det_half, 0.0, False
 
 
 @numba_basic.numba_njit(fastmath=False)
@@ -136,16 +181,9 @@ def _logp_and_gradients(K, t, noise_var, use_jitter):
     """
     n = K.shape[0]
     scale, scale_from_C, norm1 = _scale_and_norm(K, noise_var)
-    A, jitter, ok = _factor(K, noise_var, use_jitter, scale, norm1)
+    A, alpha, log_det_half, jitter, ok = _factor_and_invert(K, t, noise_var, use_jitter, scale, norm1)
     if not ok:
         return -np.inf, np.zeros((n, n)), np.zeros(n), 0.0
-    log_det_half = 0.0
-    for i in range(n):
-        log_det_half += np.log(A[i, i])  # Σ log Uᵢᵢ = ½ log|C|
-    uplo, N, info = val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
-    alpha = t.copy()
-    _potrs(uplo, N, val_to_int_ptr(np.int32(1)), A.ctypes, N, alpha.ctypes, N, info)  # α = C⁻¹t
-    _potri(uplo, N, A.ctypes, N, info)  # C⁻¹ from its factor, into A's lower triangle
     # log p(t) = −½ tᵀα − Σ log Lᵢᵢ − n/2 log 2π   (R&W 2.30)
     logp = -0.5 * np.dot(t, alpha) - log_det_half - 0.5 * n * LOG_2PI
     d_K = _gradient_over_inverse(A, alpha)
@@ -170,4 +208,4 @@ def _funcify_gaussian_logp(op, node, **kwargs):
         logp, d_K, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
         return np.asarray(logp), d_K, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 11  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
+    return gaussian_logp, 12  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk

@@ -8,8 +8,8 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 __all__ = [
-    "EPS", "JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "announce_jitter", "cho_solve", "cholesky", "escalate_jitter",
-    "exact_cholesky", "jitter_scale", "loo_gaussian", "psd_eigh", "psd_tolerance", "solve_lower",
+    "EPS", "JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "RCOND_PROOF_MARGIN", "announce_jitter", "cho_solve", "cholesky",
+    "escalate_jitter", "exact_cholesky", "jitter_scale", "loo_gaussian", "psd_eigh", "psd_tolerance", "solve_lower",
 ]
 
 LOG_2PI = float(np.log(2 * np.pi))
@@ -17,6 +17,10 @@ LOG_2PI = float(np.log(2 * np.pi))
 #: machine epsilon of float64, read here and nowhere else in the package. A factor whose reciprocal
 #: condition number (LAPACK pocon) is at most n·EPS is singular to round-off
 EPS = float(np.finfo(np.float64).eps)
+
+#: where the inverse at hand proves 1/cond₁ > RCOND_PROOF_MARGIN·n·EPS, pocon's estimate (never below 1/cond₁ but for
+#: round-off: it bounds ‖A⁻¹‖₁ from below) passes the n·EPS test too, and is not asked (`bayeskern._gaussian_logp`)
+RCOND_PROOF_MARGIN = 16.0
 
 #: relative jitter tried in turn (times the mean of the diagonal) when a factorisation fails
 JITTER_STEPS = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4)

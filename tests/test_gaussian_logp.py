@@ -122,3 +122,77 @@ def test_numba_and_scipy_implementations_agree_where_jitter_is_needed():
     for a, b in zip(scipy_out[1:3], numba_out[1:3], strict=True):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-9 * np.abs(b).max())
     assert _logp_and_gradients_scipy(K, t, 0.0, False)[0] == -np.inf == _logp_and_gradients(K, t, 0.0, False)[0]
+
+
+def test_the_inverse_bounds_its_own_norm_from_above():
+    """`_inverse_norm1_bound` (n · max (C⁻¹)ᵢᵢ) is at least ‖C⁻¹‖₁ (numpy's, from the full inverse) on random positive
+    definite matrices of every condition from 1 to 1e12, and infinite where the inverse holds a NaN."""
+    from bayeskern._gaussian_logp import _inverse_norm1_bound
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 40))
+        Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+        C = (Q * np.logspace(0, -rng.uniform(0, 12), n)) @ Q.T
+        C_inv = np.linalg.inv(C)
+        assert _inverse_norm1_bound(np.tril(C_inv)) >= np.linalg.norm(C_inv, 1) * (1 - 1e-12)
+    assert _inverse_norm1_bound(np.array([[1.0, 0.0], [0.0, np.nan]])) != _inverse_norm1_bound(np.eye(2))
+
+
+def _counting_pocon(monkeypatch):
+    """A list that grows by one entry (the estimate) per pocon call of the Op's SciPy implementation."""
+    import bayeskern._gaussian_logp as op_module
+
+    calls, lapack = [], op_module.lapack
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(lapack, name)
+
+        @staticmethod
+        def dpocon(*args, **kwargs):
+            out = lapack.dpocon(*args, **kwargs)
+            calls.append(out[0])
+            return out
+
+    monkeypatch.setattr(op_module, "lapack", Counting())
+    return calls
+
+
+@pytest.mark.parametrize("smallest, asked, jittered", [(1e-3, False, False), (3e-13, True, False), (1e-15, True, True)])
+def test_the_condition_estimate_is_asked_only_where_the_inverse_does_not_settle_it(monkeypatch, smallest, asked, jittered):
+    """The rule is pocon's: C is singular to round-off where its estimate of 1/cond₁(C) is ≤ n·ε. Where C⁻¹ (computed
+    anyway, for the gradient) proves 1/cond₁ > 16·n·ε the estimate is not asked; else it is, and decides as before.
+    n = 30, eigenvalues from 1 down to `smallest`: 1e-3 well conditioned (not asked); 3e-13 asked and passed, its
+    estimate ~14 × n·ε (no jitter); 1e-15 asked and failed, its estimate ~n·ε/20 (jitter: C + jitter·I is then
+    proven). In each case the decision is the package's rule as `_linalg.exact_cholesky` implements it apart (SciPy's
+    lower factor, pocon on it), and the Numba implementation (whose fallback factorises C again instead of keeping a
+    copy of U) decides alike: without jitter, the same numbers to the bit."""
+    from bayeskern._gaussian_logp import _logp_and_gradients_scipy
+    from bayeskern._gaussian_logp_numba import _logp_and_gradients
+    from bayeskern._linalg import exact_cholesky
+
+    n = 30
+    rng = np.random.default_rng(3)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    K = (Q * np.logspace(0, np.log10(smallest), n)) @ Q.T
+    K = np.tril(K) + np.tril(K, -1).T  # symmetric to the bit: numpy's reference below reads both triangles
+    t = rng.standard_normal(n)
+    calls = _counting_pocon(monkeypatch)
+    scipy_out = _logp_and_gradients_scipy(K, t, 0.0, True)
+    assert bool(calls) is asked
+    assert bool(scipy_out[3] > 0.0) is jittered is (exact_cholesky(K) is None)
+    if asked:  # the first estimate decided
+        assert calls[0] <= n * np.finfo(float).eps if jittered else calls[0] > n * np.finfo(float).eps
+    numba_out = _logp_and_gradients(K, t, 0.0, True)
+    if jittered:  # the same step of the ladder; its size is mean(diag C) summed in another order: last bits
+        assert numba_out[3] == pytest.approx(scipy_out[3], rel=1e-12) and numba_out[3] > 0.0
+        return
+    np.testing.assert_array_equal(scipy_out[1], numba_out[1])
+    np.testing.assert_array_equal(scipy_out[2], numba_out[2])
+    assert scipy_out[3] == numba_out[3] == 0.0
+    np.testing.assert_allclose(scipy_out[0], numba_out[0], rtol=1e-14)  # Σ log Uᵢᵢ summed in another order
+    # the value itself, against numpy from the formula (slogdet, solve): cond up to 3e12, round-off ~cond·ε relative
+    sign, log_det = np.linalg.slogdet(K)
+    expected = -0.5 * t @ np.linalg.solve(K, t) - 0.5 * log_det - 0.5 * n * np.log(2 * np.pi)
+    assert sign > 0 and scipy_out[0] == pytest.approx(expected, rel=1e-2 if smallest < 1e-6 else 1e-12)
