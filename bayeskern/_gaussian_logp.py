@@ -26,12 +26,24 @@ __all__ = ["GaussianLogp", "gaussian_logp"]
 _JITTER_STEPS = np.asarray(JITTER_STEPS, dtype=np.float64)
 
 
-def _inverse_norm1_bound(C_inv) -> float:
-    """n · max (C⁻¹)ᵢᵢ ≥ ‖C⁻¹‖₁: for a positive definite M, |Mᵢⱼ| ≤ √(MᵢᵢMⱼⱼ) ≤ max Mᵢᵢ, so each column sums to at most
-    n times that. potri computes C⁻¹ = U⁻¹U⁻ᵀ from rows of U⁻¹, whose dot products obey the same Cauchy–Schwarz bound up
-    to round-off (relative n·ε), which RCOND_PROOF_MARGIN covers many times over. So 1/(‖C‖₁ · this) ≤ 1/cond₁(C) ≤
-    pocon's estimate, which bounds ‖C⁻¹‖₁ from below."""
-    return C_inv.shape[0] * float(np.max(np.diagonal(C_inv), initial=0.0))
+def _norm1_of_lower(M) -> float:
+    """‖S‖₁ of the symmetric S whose lower triangle M holds (zeros above): its column sums are its row sums."""
+    magnitude = np.abs(M, out=reused_arrays.empty(M.shape, np.float64))
+    return float((magnitude.sum(axis=0) + magnitude.sum(axis=1) - np.diagonal(magnitude)).max(initial=0.0))
+
+
+def _proven_well_conditioned(C_inv, anorm: float) -> bool:
+    """Whether C⁻¹ (potri's lower triangle, zeros above) proves 1/cond₁(C) = 1/(‖C‖₁‖C⁻¹‖₁) > RCOND_PROOF_MARGIN·n·ε,
+    given ‖C‖₁ = `anorm`. pocon's estimate bounds 1/cond₁ from above (it bounds ‖C⁻¹‖₁ from below), so it would pass
+    the n·ε test too. First from n · max (C⁻¹)ᵢᵢ ≥ ‖C⁻¹‖₁ (a positive definite M has |Mᵢⱼ| ≤ √(MᵢᵢMⱼⱼ)), O(n); where
+    that is too loose — ~60× for a smooth kernel's Gram with little noise — from ‖C⁻¹‖₁ itself, O(n²). Where either
+    proves it, cond₁(C) < 1/(16·n·ε), and C⁻¹'s round-off is far below the margin."""
+    n = C_inv.shape[0]
+    limit = 1.0 / (RCOND_PROOF_MARGIN * n * EPS) if n else np.inf  # ‖C‖₁‖C⁻¹‖₁ below this proves it
+    diagonal = np.diagonal(C_inv)
+    if not np.all(np.isfinite(diagonal)):  # (a NaN proves nothing)
+        return False
+    return bool(anorm * n * diagonal.max(initial=0.0) < limit or anorm * _norm1_of_lower(C_inv) < limit)
 
 
 def _factor_and_invert_scipy(K, t, noise_var: float, use_jitter: bool, lower):
@@ -44,8 +56,12 @@ def _factor_and_invert_scipy(K, t, noise_var: float, use_jitter: bool, lower):
     at n = 500 before it worked in place); inside `reused_arrays` they are kept from earlier calls. `lower`: the n × n
     mask of the lower triangle, diagonal included. jitter = step · mean(diag C); `step` is 0.0 where no jitter was
     needed or the mean diagonal is not a positive number (then jitter is relative to 1 and does not depend on C).
+    A factorisation is accepted as `_linalg.cholesky` accepts one: pocon's estimate of 1/cond₁ above n·ε, unless C⁻¹
+    already proves it (`_proven_well_conditioned`); a copy of U, in kept memory, is what pocon reads then.
     """
     n = K.shape[0]
+    if n == 0:  # (LAPACK refuses an empty matrix: LDA ≥ 1; the Numba implementation's potrf fails likewise)
+        return None
 
     def lower_C():  # C's lower triangle, from K's only (LAPACK's convention), zeros above: np.tril(K), in kept memory
         C = reused_arrays.zeros((n, n), np.float64)
@@ -57,9 +73,7 @@ def _factor_and_invert_scipy(K, t, noise_var: float, use_jitter: bool, lower):
     scale = np.trace(C) / n if n else 0.0
     scale_from_C = bool(np.isfinite(scale) and scale > 0.0)
     scale = scale if scale_from_C else 1.0
-    magnitude = np.abs(C, out=reused_arrays.empty((n, n), np.float64))  # ‖C‖₁ for the condition estimate: the
-    norm1 = (magnitude.sum(axis=0) + magnitude.sum(axis=1) - np.diagonal(magnitude)).max(initial=0.0)  # column sums
-    del magnitude
+    norm1 = _norm1_of_lower(C)  # ‖C‖₁ for the condition test
     for k, step in enumerate([0.0] + (list(_JITTER_STEPS) if use_jitter else [])):
         jitter = step * scale
         A = C if k == 0 else lower_C()  # potrf overwrites its input: a retry (rare) builds C again
@@ -70,14 +84,13 @@ def _factor_and_invert_scipy(K, t, noise_var: float, use_jitter: bool, lower):
             continue
         log_det_half = np.log(d).sum()  # Σ log Uᵢᵢ = ½ log|C|
         alpha, _ = lapack.dpotrs(U, t, lower=0)  # α = C⁻¹t
-        factor = reused_arrays.empty((n, n), np.float64)
-        np.copyto(factor, A)  # the factor, for pocon below should C⁻¹ not settle the test
+        factor = reused_arrays.empty((n, n), np.float64).T
+        np.copyto(factor, U)  # the factor, for pocon below should C⁻¹ not settle the test
         C_inv = lapack.dpotri(U, lower=0, overwrite_c=1)[0].T  # C⁻¹'s lower triangle in C order, zeros above
         # 1/cond₁(C) > n·ε, the rule of _linalg.cholesky (pocon's estimate), settled by C⁻¹ at hand where it proves
-        # 1/cond₁ > RCOND_PROOF_MARGIN·n·ε (`_inverse_norm1_bound`); else pocon is asked, as always
+        # 1/cond₁ > RCOND_PROOF_MARGIN·n·ε; else pocon is asked, as always
         anorm = norm1 + jitter
-        proven = anorm * _inverse_norm1_bound(C_inv) * (RCOND_PROOF_MARGIN * n * EPS) < 1.0
-        if proven or lapack.dpocon(factor.T, anorm, uplo="U")[0] > n * EPS:
+        if _proven_well_conditioned(C_inv, anorm) or lapack.dpocon(factor, anorm, uplo="U")[0] > n * EPS:
             return C_inv, alpha, log_det_half, jitter, step if scale_from_C else 0.0
     return None
 

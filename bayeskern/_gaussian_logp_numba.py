@@ -51,14 +51,32 @@ _potrs = _lapack("potrs", (_i32p, _i32p, _i32p, _f64p, _i32p, _f64p, _i32p, _i32
 
 
 @numba_basic.numba_njit(fastmath=False)
-def _inverse_norm1_bound(A):
-    """n · max (C⁻¹)ᵢᵢ ≥ ‖C⁻¹‖₁, C⁻¹'s diagonal in A's (`_gaussian_logp._inverse_norm1_bound`)."""
-    n = A.shape[0]
-    largest, finite = 0.0, True
+def _norm1_of_lower(M, shift):
+    """‖S‖₁ of the symmetric S whose lower triangle is M's, `shift` added on the diagonal: its column sums are its row
+    sums, read from the lower triangle row by row (contiguous in memory)."""
+    n = M.shape[0]
+    row_sum = np.zeros(n)
     for i in range(n):
+        for j in range(i):
+            a = abs(M[i, j])
+            row_sum[i] += a
+            row_sum[j] += a
+        row_sum[i] += abs(M[i, i] + shift)
+    return row_sum.max() if n > 0 else 0.0
+
+
+@numba_basic.numba_njit(fastmath=False)
+def _proven_well_conditioned(A, anorm):
+    """`_gaussian_logp._proven_well_conditioned`, C⁻¹'s lower triangle in A's: n · max (C⁻¹)ᵢᵢ ≥ ‖C⁻¹‖₁ first, O(n);
+    ‖C⁻¹‖₁ itself where that is too loose, O(n²)."""
+    n = A.shape[0]
+    limit = 1.0 / (RCOND_PROOF_MARGIN * n * EPS)  # ‖C‖₁‖C⁻¹‖₁ below this proves 1/cond₁ > RCOND_PROOF_MARGIN·n·ε
+    largest = 0.0
+    for i in range(n):
+        if not np.isfinite(A[i, i]):  # (a NaN proves nothing)
+            return False
         largest = max(largest, A[i, i])
-        finite = finite and np.isfinite(A[i, i])
-    return n * largest if finite else np.inf  # (a NaN proves nothing)
+    return anorm * n * largest < limit or anorm * _norm1_of_lower(A, 0.0) < limit
 
 
 @numba_basic.numba_njit(fastmath=False)
@@ -71,16 +89,7 @@ def _scale_and_norm(K, noise_var):
     scale_from_C = np.isfinite(scale) and scale > 0.0
     if not scale_from_C:
         scale = 1.0
-    # ‖C‖₁ for the condition estimate; C symmetric, so its column sums are its row sums, read
-    # from the lower triangle row by row (contiguous in memory)
-    row_sum = np.zeros(n)
-    for i in range(n):
-        for j in range(i):
-            a = abs(K[i, j])
-            row_sum[i] += a
-            row_sum[j] += a
-        row_sum[i] += abs(K[i, i] + noise_var)
-    return scale, scale_from_C, (row_sum.max() if n > 0 else 0.0)
+    return scale, scale_from_C, _norm1_of_lower(K, noise_var)  # ‖C‖₁ for the condition test
 
 
 @numba_basic.numba_njit(fastmath=False)
@@ -126,9 +135,11 @@ def _factor_and_invert(K, t, noise_var, use_jitter, scale, norm1):
 
     potrf also "succeeds" on a C singular to round-off, whose log-determinant is then noise: C is taken to be singular
     where 1/cond₁(C) ≤ n·ε (the rule of _linalg.cholesky, pocon's estimate). C⁻¹ settles it where it proves
-    1/cond₁ > RCOND_PROOF_MARGIN·n·ε (`_inverse_norm1_bound`); else C is factorised again — potrf is deterministic:
-    the same U — and pocon asked, as always. (The SciPy implementation keeps a copy of U instead: inside
-    `reused_arrays` that costs no new memory; here a new n × n array a call costs its page faults at n ≥ 500.)
+    1/cond₁ > RCOND_PROOF_MARGIN·n·ε (`_proven_well_conditioned`); else C is factorised again and pocon asked, as
+    always. potrf is deterministic at a given number of BLAS threads: the same U, unless another thread changed that
+    number in between (`threadpool_limits`), when this U — the one pocon reads — gives α and C⁻¹. (The SciPy
+    implementation keeps a copy of U instead: inside `reused_arrays` that costs no new memory; here a new n × n array
+    a call costs its page faults at n ≥ 500.)
     """
     n = K.shape[0]
     anorm, rcond = np.empty(1), np.zeros(1)
@@ -142,12 +153,14 @@ def _factor_and_invert(K, t, noise_var, use_jitter, scale, norm1):
             continue
         log_det_half = _solve_and_invert(A, t, alpha)
         anorm[0] = norm1 + jitter
-        if anorm[0] * _inverse_norm1_bound(A) * (RCOND_PROOF_MARGIN * n * EPS) < 1.0:
+        if _proven_well_conditioned(A, anorm[0]):
             return A, alpha, log_det_half, jitter, True
-        _factor(A, K, noise_var, jitter)
+        if not _factor(A, K, noise_var, jitter):  # (U again; fails only if the BLAS threads changed meanwhile)
+            continue
         _pocon(uplo, N, A.ctypes, N, anorm.ctypes, rcond.ctypes, work.ctypes, iwork.ctypes, info)
         if rcond[0] > n * EPS:
-            return A, alpha, _solve_and_invert(A, t, alpha), jitter, True
+            log_det_half = _solve_and_invert(A, t, alpha)  # α and C⁻¹ of this U, into `alpha` and A
+            return A, alpha, log_det_half, jitter, True
     return A, alpha, log_det_half, 0.0, False
 
 
@@ -184,7 +197,7 @@ def _logp_and_gradients(K, t, noise_var, use_jitter):
     A, alpha, log_det_half, jitter, ok = _factor_and_invert(K, t, noise_var, use_jitter, scale, norm1)
     if not ok:
         return -np.inf, np.zeros((n, n)), np.zeros(n), 0.0
-    # log p(t) = −½ tᵀα − Σ log Lᵢᵢ − n/2 log 2π   (R&W 2.30)
+    # log p(t) = −½ tᵀα − Σ log Uᵢᵢ − n/2 log 2π   (R&W 2.30)
     logp = -0.5 * np.dot(t, alpha) - log_det_half - 0.5 * n * LOG_2PI
     d_K = _gradient_over_inverse(A, alpha)
     if jitter > 0.0 and scale_from_C:
@@ -208,4 +221,4 @@ def _funcify_gaussian_logp(op, node, **kwargs):
         logp, d_K, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
         return np.asarray(logp), d_K, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 12  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
+    return gaussian_logp, 13  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
