@@ -39,7 +39,7 @@ def _proven_well_conditioned(C_inv, anorm: float) -> bool:
     that is too loose — ~60× for a smooth kernel's Gram with little noise — from ‖C⁻¹‖₁ itself, O(n²). Where either
     proves it, cond₁(C) < 1/(16·n·ε), and C⁻¹'s round-off is far below the margin."""
     n = C_inv.shape[0]
-    limit = 1.0 / (RCOND_PROOF_MARGIN * n * EPS) if n else np.inf  # ‖C‖₁‖C⁻¹‖₁ below this proves it
+    limit = 1.0 / (RCOND_PROOF_MARGIN * n * EPS)  # ‖C‖₁‖C⁻¹‖₁ below this proves it (n ≥ 1: LAPACK refuses n = 0)
     diagonal = np.diagonal(C_inv)
     if not np.all(np.isfinite(diagonal)):  # (a NaN proves nothing)
         return False
@@ -70,7 +70,7 @@ def _factor_and_invert_scipy(K, t, noise_var: float, use_jitter: bool, lower):
         return C
 
     C = lower_C()
-    scale = np.trace(C) / n if n else 0.0
+    scale = np.trace(C) / n
     scale_from_C = bool(np.isfinite(scale) and scale > 0.0)
     scale = scale if scale_from_C else 1.0
     norm1 = _norm1_of_lower(C)  # ‖C‖₁ for the condition test
