@@ -12,6 +12,8 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.builders import OpFromGraph
+from pytensor.compile.io import In, SymbolicOutput
+from pytensor.compile.maker import FunctionMaker
 from pytensor.compile.mode import Mode, get_mode
 from pytensor.compile.rewriting import inline_ofg_node
 from pytensor.compile.sharedvalue import SharedVariable
@@ -29,7 +31,8 @@ from pytensor.tensor.type_other import NoneTypeT
 
 from bayeskern import _graph_cache
 
-__all__ = ["NUMBA_NOGIL", "NUMPY", "compiled", "compiled_graph", "data_stand_ins", "exact_arithmetic", "numpy_function", "numpy_mode", "same_structure", "split_off_data", "untraced"]
+__all__ = ["NUMBA_NOGIL", "NUMPY", "compiled", "compiled_graph", "data_stand_ins", "exact_arithmetic", "linked", "numpy_function", "numpy_mode",
+           "on_data_inputs", "same_structure", "split_off_data", "untraced"]
 
 
 class _OrderedClip(Clip):
@@ -509,15 +512,14 @@ class _Hoisted:
         return self.main(*values, *computed, *data)
 
 
-def split_off_data(function) -> tuple[Callable, Callable, list[str]] | None:
-    """A function compiled on Numba, of inputs and data (shared variables), as two compiled functions that give its
-    outputs to the bit: `data_part(*data)`, the values computed from the data alone that the rest reads, and
-    `main(*inputs, *those values, *data)`, the outputs; with the names of the data, in order. For a function called
+def split_off_data(function) -> tuple[FunctionGraph, FunctionGraph, list[str]] | None:
+    """A function compiled on Numba, of inputs and data (shared variables), as the graphs of two functions (for `linked`)
+    that give its outputs to the bit: `data_part(*data)`, the values computed from the data alone that the rest reads,
+    and `main(*inputs, *those values, *data)`, the outputs; with the names of the data, in order. For a function called
     many times on the same data (a log density in a sampler: the pairs of points and the inputs gathered at them
-    would otherwise be recomputed at every call). Both are compiled on `NUMBA_NOGIL` from the graph `function` was
-    rewritten to, as it is, so with the same arithmetic (rewriting the parts apart could change the last bits, as it
-    does for `_Hoisted`). None where nothing is computed from the data alone, or an in-place operation would
-    overwrite such a value."""
+    would otherwise be recomputed at every call). Both are the graph `function` was rewritten to, as it is, so with
+    the same arithmetic (rewriting the parts apart could change the last bits, as it does for `_Hoisted`). None where
+    nothing is computed from the data alone, or an in-place operation would overwrite such a value."""
     graph = function.maker.fgraph
     data = [v for v in graph.inputs if isinstance(v, SharedVariable)]
     inputs = [v for v in graph.inputs if not isinstance(v, SharedVariable)]
@@ -527,14 +529,40 @@ def split_off_data(function) -> tuple[Callable, Callable, list[str]] | None:
         return None
     data_stand_ins, read_stand_ins = [v.type(name=v.name) for v in data], [v.type() for v in reads]
     on_stand_ins = dict(zip(data, data_stand_ins, strict=True))
-    as_rewritten = Mode(linker=NUMBA_NOGIL.linker, optimizer=None)
+    data_part = _as_rewritten(data_stand_ins, graph_replace(reads, on_stand_ins, strict=False))
+    main = _as_rewritten(inputs + read_stand_ins + data_stand_ins, graph_replace(
+        list(graph.outputs), {**on_stand_ins, **dict(zip(reads, read_stand_ins, strict=True))}, strict=False))
+    return data_part, main, [v.name for v in data]
+
+
+def on_data_inputs(function) -> tuple[FunctionGraph, list[str]]:
+    """The graph `function` (compiled on Numba) was rewritten to, as it is, its data (shared variables) made inputs after
+    its own, for `linked`: `linked(graph)(*inputs, *data)` gives its outputs to the bit; with the names of the data."""
+    graph = function.maker.fgraph
+    data = [v for v in graph.inputs if isinstance(v, SharedVariable)]
+    stand_ins = [v.type(name=v.name) for v in data]
+    outputs = graph_replace(list(graph.outputs), dict(zip(data, stand_ins, strict=True)), strict=False)
+    return _as_rewritten([v for v in graph.inputs if not isinstance(v, SharedVariable)] + stand_ins, outputs), [v.name for v in data]
+
+
+#: NUMBA_NOGIL's linker without rewrites: for a graph rewritten already
+_AS_REWRITTEN = Mode(linker=NUMBA_NOGIL.linker, optimizer=None)
+
+
+def _as_rewritten(inputs: list, outputs: list) -> FunctionGraph:
+    """The graph `pytensor.function(inputs, outputs)` would link if nothing were rewritten (PyTensor's copies of outputs
+    that are inputs or constants added), not linked: for `linked`, now or in a later process (`_graph_cache.keep`)."""
+    return FunctionMaker([In(v) for v in inputs], list(outputs), mode=_AS_REWRITTEN, accept_inplace=True, on_unused_input="ignore").fgraph
+
+
+def linked(graph: FunctionGraph) -> Callable:
+    """The Numba function of a graph made by `split_off_data` or `on_data_inputs` (here, or kept on disk by an earlier
+    process): compiled on `NUMBA_NOGIL` with exact arithmetic as it is, nothing rewritten; Numba compiles it at its
+    first call, or loads it from PyTensor's compile directory."""
     with exact_arithmetic():
-        data_part = pytensor.function(data_stand_ins, graph_replace(reads, on_stand_ins, strict=False), mode=as_rewritten,
-                                      accept_inplace=True, on_unused_input="ignore")
-        main = pytensor.function(inputs + read_stand_ins + data_stand_ins, graph_replace(
-            list(graph.outputs), {**on_stand_ins, **dict(zip(reads, read_stand_ins, strict=True))}, strict=False),
-            mode=as_rewritten, accept_inplace=True, on_unused_input="ignore")
-    return data_part.vm.jit_fn, main.vm.jit_fn, [v.name for v in data]
+        maker = FunctionMaker([In(v) for v in graph.inputs], [SymbolicOutput(v) for v in graph.outputs], mode=_AS_REWRITTEN,
+                              fgraph=graph, no_fgraph_prep=True, accept_inplace=True, on_unused_input="ignore")
+        return maker.create().vm.jit_fn
 
 
 def _data_only_reads(inputs: list, data: list, outputs: list) -> list:

@@ -1,4 +1,4 @@
-"""Rewritten numpy-mode graphs kept on disk by structure, so that a later process runs them without rewriting them again."""
+"""Rewritten graphs kept on disk by structure, so that a later process runs them without rewriting them again."""
 
 import contextlib
 import functools
@@ -22,7 +22,7 @@ from pytensor.graph.type import Type
 from pytensor.graph.traversal import io_toposort
 from pytensor.scalar.basic import ScalarOp
 
-__all__ = ["function"]
+__all__ = ["function", "keep", "kept", "structure_key"]
 
 #: a rewritten graph whose pickle is larger is not kept (a graph holding large constant arrays)
 MAX_FILE_BYTES = 16 * 2**20
@@ -52,15 +52,13 @@ def function(inputs: list, outputs, compile_: Callable[[], object], **options):
     and bayeskern's source (`_versions`). A graph with an Op from another package (the user's own: its code is no part
     of the key) is not kept. A file that cannot be read or written is ignored: the function is compiled as usual.
     """
-    try:
-        key = _key(inputs, outputs, options)
-    except (_Unkeyable, RecursionError):
+    key = _key(inputs, outputs, options)
+    if key is None:
         return compile_()
-    path = _folder() / f"{key}.pkl"
-    loaded = _load(path, options["mode"], inputs, single=not isinstance(outputs, list | tuple))
+    loaded = _load(key, options["mode"], inputs, single=not isinstance(outputs, list | tuple))
     if loaded is None:
         fn = compile_()
-        _store(path, fn, len(inputs))
+        _store(key, fn, len(inputs))
         return fn
     if options.get("on_unused_input", pytensor.config.on_unused_input) != "ignore":  # the check compiling would make,
         FunctionMaker.check_unused_inputs([In(v) for v in inputs], [SymbolicOutput(v) for v in _as_list(outputs)],
@@ -72,12 +70,36 @@ def _as_list(outputs) -> list:
     return list(outputs) if isinstance(outputs, list | tuple) else [outputs]
 
 
-def _key(inputs: list, outputs, options: dict) -> str:
+def _key(inputs: list, outputs, options: dict) -> str | None:
     if set(options) - _OPTIONS or outputs is None or not all(isinstance(v, Variable) for v in [*inputs, *_as_list(outputs)]):
-        raise _Unkeyable  # other options, or In/Out specifications: compiled as given
-    text = "\n".join([_versions(), f"floatX {pytensor.config.floatX}", repr(sorted((k, v) for k, v in options.items() if k != "mode")),
-                      _fingerprint(list(inputs), _as_list(outputs))])
+        return None  # other options, or In/Out specifications: compiled as given
+    return structure_key(inputs, _as_list(outputs), repr(sorted((k, v) for k, v in options.items() if k != "mode")))
+
+
+def structure_key(inputs: list, outputs: list, context: str) -> str | None:
+    """The name under which what is made of the graph `inputs → outputs` is kept: its fingerprint (`_fingerprint`), the
+    versions it depends on (`_versions`), floatX and `context` (whatever else the thing kept depends on). None where
+    the graph cannot be fingerprinted (`_Unkeyable`): nothing of it is kept."""
+    try:
+        text = "\n".join([_versions(), f"floatX {pytensor.config.floatX}", context, _fingerprint(list(inputs), list(outputs))])
+    except (_Unkeyable, RecursionError):
+        return None
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def kept(key: str):
+    """What `keep(key, …)` kept, in this or an earlier process, or None where there is nothing that can be read here."""
+    return _read(_folder() / f"{key}.pkl")
+
+
+def keep(key: str, thing) -> None:
+    """Keep `thing` (graphs, and what a later process needs with them) under `key` (`structure_key`) for `kept`; nothing
+    is kept of a thing that does not pickle or whose pickle exceeds MAX_FILE_BYTES."""
+    try:
+        data = pickle.dumps(thing, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # an Op holding something that does not pickle
+        return
+    _write(_folder() / f"{key}.pkl", data)
 
 
 def _fingerprint(inputs: list, outputs: list) -> str:
@@ -159,35 +181,47 @@ def _versions() -> str:
 
 
 def _folder() -> Path:
-    return Path(pytensor.config.compiledir) / "bayeskern_numpy"
+    return Path(pytensor.config.compiledir) / "bayeskern_graphs"
 
 
-def _load(path: Path, mode, inputs: list, single: bool):
-    """The function of the graph kept at `path`, its inputs named as `inputs` are (a call may name them), or None where
+def _load(key: str, mode, inputs: list, single: bool):
+    """The function of the graph kept under `key`, its inputs named as `inputs` are (a call may name them), or None where
     there is none that can be read here."""
+    kept_graph = kept(key)
+    if kept_graph is None:
+        return None
     try:
-        with open(path, "rb") as f:
-            graph, borrow = pickle.load(f)
+        graph, borrow = kept_graph
         outputs = [SymbolicOutput(v, borrow=b) for v, b in zip(graph.outputs, borrow, strict=True)]
         named = [In(v, name=given.name) for v, given in zip(graph.inputs, inputs, strict=True)]
-        function = FunctionMaker(named, outputs[0] if single else outputs, mode=mode, fgraph=graph,
-                                 no_fgraph_prep=True, accept_inplace=True, on_unused_input="ignore").create()
-    except Exception:  # none yet, or cut short by an interrupted writer, or of classes changed since: compiled anew
+        return FunctionMaker(named, outputs[0] if single else outputs, mode=mode, fgraph=graph,
+                             no_fgraph_prep=True, accept_inplace=True, on_unused_input="ignore").create()
+    except Exception:  # of classes changed since: compiled anew
         return None
-    with contextlib.suppress(OSError):
-        os.utime(path)  # used now: the last to go (`_make_room`)
-    return function
 
 
-def _store(path: Path, fn, n_inputs: int) -> None:
-    """Keep `fn`'s rewritten graph at `path`: written whole to a file of its own, then renamed (atomic for a reader)."""
+def _store(key: str, fn, n_inputs: int) -> None:
+    """Keep `fn`'s rewritten graph under `key`."""
     graph = fn.maker.fgraph
     if len(graph.inputs) != n_inputs or graph.update_mapping:
         return  # inputs added by compilation (shared storage, updates): not a function of its inputs alone
+    keep(key, (graph, [o.borrow for o in fn.maker.outputs]))
+
+
+def _read(path: Path):
+    """The object pickled at `path`, or None where there is none that can be read."""
     try:
-        data = pickle.dumps((graph, [o.borrow for o in fn.maker.outputs]), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # an Op holding something that does not pickle
-        return
+        with open(path, "rb") as f:
+            thing = pickle.load(f)
+    except Exception:  # none yet, or cut short by an interrupted writer, or of classes changed since
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # used now: the last to go (`_make_room`)
+    return thing
+
+
+def _write(path: Path, data: bytes) -> None:
+    """`data` written whole to a file of its own, then renamed to `path` (atomic for a reader)."""
     if len(data) > MAX_FILE_BYTES:
         return
     try:

@@ -63,12 +63,12 @@ def test_the_nogil_mode_releases_the_gil_and_is_cached_apart_from_pytensors_numb
     assert again["ticks"] > 5 * held_again["ticks"], (held_again, again)
 
 
-def test_a_function_split_off_its_data_gives_its_numbers_to_the_bit():
+def test_a_function_split_off_its_data_or_on_its_data_as_inputs_gives_its_numbers_to_the_bit():
     import numpy as np
     import pytensor
     import pytensor.tensor as pt
 
-    from bayeskern._compile import NUMBA_NOGIL, exact_arithmetic, split_off_data
+    from bayeskern._compile import NUMBA_NOGIL, exact_arithmetic, linked, on_data_inputs, split_off_data
 
     rng = np.random.default_rng(0)
     data = {"X": rng.normal(size=(30, 1)), "y": rng.normal(size=30)}
@@ -82,7 +82,8 @@ def test_a_function_split_off_its_data_gives_its_numbers_to_the_bit():
         nothing_from_data = pytensor.function([theta], pt.sum(theta**2), mode=NUMBA_NOGIL)
         # the gathered rows scaled in place: a value computed once could not be passed to every call
         overwritten = pytensor.function([theta], X[i][:, 0] * theta[0], mode=NUMBA_NOGIL)
-    data_part, main, names = split_off_data(whole)
+    data_graph, main_graph, names = split_off_data(whole)
+    data_part, main = linked(data_graph), linked(main_graph)
     assert names == ["X", "y"]
     arrays = [data[name] for name in names]
     values = data_part(*arrays)
@@ -92,5 +93,12 @@ def test_a_function_split_off_its_data_gives_its_numbers_to_the_bit():
         main_value, main_grad = main(point, *values, *arrays)
         assert main_value == value  # the same compiled arithmetic: equal, not close
         np.testing.assert_array_equal(main_grad, grad)
+    on_inputs, on_inputs_names = on_data_inputs(whole)  # the whole graph, its data made inputs
+    assert on_inputs_names == ["X", "y"]
+    for point in rng.normal(size=(3, 2)):
+        value, grad = whole(point)
+        whole_value, whole_grad = linked(on_inputs)(point, *arrays)
+        assert whole_value == value
+        np.testing.assert_array_equal(whole_grad, grad)
     assert split_off_data(nothing_from_data) is None
     assert split_off_data(overwritten) is None

@@ -259,7 +259,7 @@ def test_nutpie_compiles_once_per_model_structure_and_draws_what_pm_sample_draws
     monkeypatch.setattr(_nutpie, "_MODELS", [])  # nothing compiled by earlier tests
     compiles = []
     real = _nutpie._compile
-    monkeypatch.setattr(_nutpie, "_compile", lambda model: compiles.append(model) or real(model))
+    monkeypatch.setattr(_nutpie, "_compile", lambda model, *kept: compiles.append(model) or real(model, *kept))
     models = [_lognormal_rbf_model(0, 20), _lognormal_rbf_model(2, 31), _lognormal_rbf_model(3, 20, 0.3)]
     ours = [bk.fit.mcmc(model, draws=60, tune=60, chains=2, seed=7) for model in models]
     # the first model compiled; its callbacks reused for other data (31 rows); another prior (a different constant) compiled anew
@@ -271,6 +271,43 @@ def test_nutpie_compiles_once_per_model_structure_and_draws_what_pm_sample_draws
     for name in ("amp", "ls", "s"):  # to the last bit: the same callbacks, pointed at this model's data
         np.testing.assert_array_equal(dt["posterior"][name].values, theirs["posterior"][name].values, err_msg=name)
     np.testing.assert_array_equal(dt["observed_data"]["y"].values, theirs["observed_data"]["y"].values)
+
+
+def test_a_later_process_samples_from_the_graphs_kept_on_disk_with_nothing_built_and_draws_the_same(monkeypatch, tmp_path):
+    """The graphs one compile of a structure keeps (`_graph_cache`) are linked as they are when memory holds nothing (a
+    later process): nutpie's `_make_functions` does not run, and a model of the same structure on other data draws what
+    it draws compiled anew. Another structure (a different prior constant), or a file that cannot be read, is compiled."""
+    import nutpie.compile_pymc
+
+    from bayeskern import _graph_cache
+    from bayeskern.fit import _nutpie
+
+    built = []
+    real = nutpie.compile_pymc._make_functions
+    monkeypatch.setattr(nutpie.compile_pymc, "_make_functions", lambda model, **options: built.append(model) or real(model, **options))
+    monkeypatch.setattr(_nutpie, "_MODELS", [])
+
+    def draws(model, folder):
+        monkeypatch.setattr(_graph_cache, "_folder", lambda: folder)
+        _nutpie._MODELS.clear()  # as in a new process: only the disk holds compiled structures
+        dt = bk.fit.mcmc(model, draws=30, tune=30, chains=2, seed=3)
+        return {name: dt["posterior"][name].values for name in ("amp", "ls", "s")}
+
+    first, other, another_prior = _lognormal_rbf_model(0, 20), _lognormal_rbf_model(2, 31), _lognormal_rbf_model(3, 20, 0.3)
+    draws(first, tmp_path / "kept")
+    assert built == [first]
+    from_disk = draws(other, tmp_path / "kept")  # 31 rows: the kept graphs on this model's data
+    assert built == [first]
+    compiled_anew = draws(other, tmp_path / "empty")
+    assert built == [first, other]
+    for name, values in compiled_anew.items():  # to the last bit: the same graphs, linked as they are
+        np.testing.assert_array_equal(from_disk[name], values, err_msg=name)
+    draws(another_prior, tmp_path / "kept")
+    assert built == [first, other, another_prior]
+    for file in (tmp_path / "kept").glob("*.pkl"):
+        file.write_bytes(b"cut short")
+    assert all(np.array_equal(draws(other, tmp_path / "kept")[name], values) for name, values in compiled_anew.items())
+    assert built[-1] is other and len(built) == 4
 
 
 def test_the_log_density_nutpie_calls_is_the_models_and_a_non_finite_gradient_is_a_divergence():
@@ -333,7 +370,7 @@ def test_nutpie_models_whose_shapes_follow_the_data_are_compiled_each_time(monke
     monkeypatch.setattr(_nutpie, "_MODELS", [])
     compiles = []
     real = _nutpie._compile
-    monkeypatch.setattr(_nutpie, "_compile", lambda model: compiles.append(model) or real(model))
+    monkeypatch.setattr(_nutpie, "_compile", lambda model, *kept: compiles.append(model) or real(model, *kept))
     runs = []
     for n in (20, 31):  # nutpie fixes a deterministic's size when it compiles; this one has n entries
         model = _lognormal_rbf_model(0, n)

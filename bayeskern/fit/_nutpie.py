@@ -26,7 +26,8 @@ import numpy as np
 from pymc.backends.arviz import patch_nutpie_idata
 from pymc.util import get_random_generator
 
-from bayeskern._compile import NUMBA_NOGIL, data_stand_ins, exact_arithmetic, same_structure, split_off_data
+from bayeskern import _graph_cache
+from bayeskern._compile import NUMBA_NOGIL, data_stand_ins, exact_arithmetic, linked, on_data_inputs, same_structure, split_off_data
 from bayeskern.fit._initial_point import point_draws
 
 __all__ = ["sample"]
@@ -61,7 +62,8 @@ def _cores() -> int:
 
 
 def _compiled(model):
-    """nutpie's compiled model of `model`: an earlier one of the same structure with this model's data, else compiled now."""
+    """nutpie's compiled model of `model`: an earlier one of the same structure with this model's data, else compiled
+    now — from the graphs an earlier process kept on disk where it compiled this structure (`_graph_cache`)."""
     shared, stand_ins, outputs = data_stand_ins([model.logp(), *model.replace_rvs_by_values(model.unobserved_RVs)])
     inputs = [*model.value_vars, *stand_ins]
     description = _description(model, shared, [*model.value_vars, *outputs[1:]])
@@ -71,31 +73,65 @@ def _compiled(model):
             if description is not None and entry_description == description and same_structure((entry_inputs, entry_outputs), (inputs, outputs)):
                 _MODELS.append(_MODELS.pop(k))
                 return compiled.with_data(**_data([v for v in shared if v.name in reads]))
-    compiled, reads = _compile(model)
-    if description is not None:
-        with _MODELS_LOCK:
-            _MODELS.append((description, inputs, outputs, compiled, reads))
-            del _MODELS[:-_MAX_MODELS]
+    if description is None:
+        return _compile(model)[0]
+    import nutpie
+
+    key = _graph_cache.structure_key(inputs, outputs, f"nutpie {nutpie.__version__}\n{description!r}")
+    compiled, reads = _compile(model, key, shared)
+    with _MODELS_LOCK:
+        _MODELS.append((description, inputs, outputs, compiled, reads))
+        del _MODELS[:-_MAX_MODELS]
     return compiled
 
 
-def _compile(model):
+def _compile(model, key: str | None = None, shared: list = ()):
     """(what `nutpie.compile_pymc_model(model, backend="numba")` samples — the same functions, data and initial points —
     on nutpie's Python-callback interface, the names of the data it reads). The functions are compiled on `NUMBA_NOGIL`
-    without fastmath: the draws do not depend on what the compile cache holds."""
-    from nutpie.compile_pymc import _make_functions, _prepare_dims_and_coords, _wrap_with_lock
-    from nutpie.compiled_pyfunc import from_pyfunc
+    without fastmath: the draws do not depend on what the compile cache holds. `key`: the graphs kept under it by an
+    earlier process are linked as they are (nothing built, differentiated or rewritten: ~1 s of a warm compile at
+    n = 200), or this compile's are kept under it; `shared`: the model's data variables, by name."""
+    from nutpie.compile_pymc import _wrap_with_lock
     from pymc.initial_point import make_initial_point_fn
 
     initial_point = _wrap_with_lock(make_initial_point_fn(  # compile_pymc_model's: support points, jittered
         model=model, default_strategy="support_point", jitter_rvs=set(model.free_RVs), return_transformed=True))
+    parts = None if key is None else _graph_cache.kept(key)
+    if parts is not None:
+        try:
+            return _assembled(model, parts, {v.name: v for v in shared}, initial_point)
+        except Exception:  # noqa: BLE001 — kept by classes that changed since, or cut short: compiled anew below
+            pass
+    parts, data = _parts(model, initial_point)
+    if key is not None:
+        _graph_cache.keep(key, parts)
+    return _assembled(model, parts, data, initial_point)
+
+
+def _parts(model, initial_point) -> tuple[dict, dict]:
+    """(nutpie's functions of `model` as graphs to link — `_make_functions`' own, rewritten as it rewrites them — with
+    what nutpie needs besides, the data variables they read by name)."""
+    from nutpie.compile_pymc import _make_functions
+
     with exact_arithmetic():
-        n_dim, _, logp_fn, expand_fn, initial_point_fn, shape_info, reparameterized = _make_functions(
+        n_dim, _, logp_fn, expand_fn, _, shape_info, reparameterized = _make_functions(
             model, mode=NUMBA_NOGIL, compute_grad=True, join_expanded=False, pymc_initial_point_fn=initial_point)
+    split = split_off_data(logp_fn)
+    parts = {"n_dim": n_dim, "shape_info": shape_info, "reparameterized": reparameterized,
+             "logp": (None, *on_data_inputs(logp_fn)) if split is None else split, "expand": on_data_inputs(expand_fn)}
+    return parts, {v.name: v for v in {*logp_fn.get_shared(), *expand_fn.get_shared()}}
+
+
+def _assembled(model, parts: dict, shared: dict, initial_point):
+    """(nutpie's compiled model from `_parts`, the names of the data it reads) with this model's data (`shared`)."""
+    from nutpie.compile_pymc import _prepare_dims_and_coords, _rv_dict_to_flat_array_wrapper
+    from nutpie.compiled_pyfunc import from_pyfunc
+
+    n_dim, shape_info, (data_graph, main_graph, logp_data), (expand_graph, expand_data) = (
+        parts["n_dim"], parts["shape_info"], parts["logp"], parts["expand"])
     names, _, shapes = shape_info
-    data = _data({*logp_fn.get_shared(), *expand_fn.get_shared()})
-    new_logp, logp_data = _logp_on_data(logp_fn)
-    expand, expand_data = expand_fn.vm.jit_fn, [v.name for v in expand_fn.get_shared()]
+    data = _data([shared[name] for name in {*logp_data, *expand_data}])
+    new_logp, expand = _logp_on_data(data_graph, main_graph), linked(expand_graph)
     # Numba compiles (or loads from the cache) a function at its first call: here, not in the chains (a compile error
     # raised here, not taken for a divergence). Any point will do; the origin of the unconstrained space
     new_logp()(np.zeros(n_dim), [data[name] for name in logp_data]), expand(np.zeros(n_dim), *[data[name] for name in expand_data])
@@ -119,25 +155,26 @@ def _compile(model):
             return {name: np.asarray(v, dtype=np.float64).reshape(shape) for name, v, shape in zip(names, values, shapes, strict=True)}
         return draw
 
-    dims, coords = _prepare_dims_and_coords(model, shape_info, reparameterized)
+    free = len(model.free_RVs)  # nutpie's initial points: the free variables' values, flattened in order
+    initial_point_fn = _rv_dict_to_flat_array_wrapper(initial_point, names=names[:free], shapes=shapes[:free])
+    dims, coords = _prepare_dims_and_coords(model, shape_info, parts["reparameterized"])
     compiled = from_pyfunc(
         ndim=n_dim, make_logp_fn=make_logp, make_expand_fn=make_expand, make_initial_point_fn=initial_point_fn,
         expanded_dtypes=[np.dtype(np.float64)] * len(names), expanded_shapes=shapes, expanded_names=names,
-        shared_data=data, dims=dims, coords=coords, reparameterized_names=reparameterized,
+        shared_data=data, dims=dims, coords=coords, reparameterized_names=parts["reparameterized"],
     )
     return compiled, frozenset(data)
 
 
-def _logp_on_data(logp_fn):
-    """(a maker of `logp(point, data arrays) -> (log density, gradient)`, the data's names, in order). What depends on the
-    data alone (the pairs of points, the inputs gathered at them) is computed once per data arrays (`split_off_data`;
-    nutpie passes the same arrays to every call of a chain's function): per gradient, n = 200 1.08 → 1.01 ms, n = 500
-    21.8 → 17.3 ms (BENCHMARKS.md, session 18)."""
-    split = split_off_data(logp_fn)
-    if split is None:
-        whole = logp_fn.vm.jit_fn
-        return (lambda: lambda point, arrays: whole(point, *arrays)), [v.name for v in logp_fn.get_shared()]
-    data_part, main, names = split
+def _logp_on_data(data_graph, main_graph):
+    """A maker of `logp(point, data arrays) -> (log density, gradient)`. What depends on the data alone (the pairs of
+    points, the inputs gathered at them: `data_graph`, None if nothing) is computed once per data arrays
+    (`split_off_data`; nutpie passes the same arrays to every call of a chain's function): per gradient, n = 200 1.08 →
+    1.01 ms, n = 500 21.8 → 17.3 ms (BENCHMARKS.md, session 18)."""
+    main = linked(main_graph)
+    if data_graph is None:
+        return lambda: lambda point, arrays: main(point, *arrays)
+    data_part = linked(data_graph)
 
     def new_logp():
         kept = [(), ()]  # the arrays last seen, their data-only values
@@ -148,7 +185,7 @@ def _logp_on_data(logp_fn):
                 kept[:] = arrays, (values if isinstance(values, tuple) else (values,))
             return main(point, *kept[1], *arrays)
         return logp
-    return new_logp, names
+    return new_logp
 
 
 class _BadPoint(Exception):
@@ -164,13 +201,17 @@ def _data(shared) -> dict:
 
 def _description(model, shared: list, sampled: list) -> tuple | None:
     """What nutpie fixes when it compiles besides the graphs: names, shapes, dims, coords, bound checks, the initial point
-    (evaluated: it may come from the data), the data's names. None — never shared — if a sampled variable's or a
-    deterministic's shape is not fixed in the graph (it may follow the data, and nutpie fixes it)."""
+    (evaluated: it may come from the data), the data's names — plain values, whose `repr` keys the graphs kept on disk.
+    None — never shared — if a sampled variable's or a deterministic's shape is not fixed in the graph (it may follow
+    the data, and nutpie fixes it), or an initial value is symbolic."""
     shapes = tuple(tuple(v.type.shape) for v in sampled)
     if any(None in shape for shape in shapes):
         return None
-    start = {name: _plain(value) for name, value in point_draws(model)().items()}
-    initial = tuple((rv.name, _plain(value)) for rv, value in model.rvs_to_initial_values.items())
+    try:
+        start = {name: _plain(value) for name, value in point_draws(model)().items()}
+        initial = tuple((rv.name, _plain(value)) for rv, value in model.rvs_to_initial_values.items())
+    except (TypeError, ValueError):  # a symbolic initial value: equal to nothing else
+        return None
     coords = tuple((name, None if values is None else tuple(values)) for name, values in model.coords.items())
     dims = tuple((name, tuple(d)) for name, d in model.named_vars_to_dims.items())
     return (tuple(v.name for v in model.value_vars), tuple(v.name for v in model.unobserved_RVs), shapes, model.check_bounds,
@@ -178,10 +219,7 @@ def _description(model, shared: list, sampled: list) -> tuple | None:
 
 
 def _plain(value):
-    """An initial value as something `==` compares: None, a strategy's name, or the numbers as nested tuples."""
+    """An initial value as something `==` compares: None, a strategy's name, or the numbers as text (exact: `repr`)."""
     if value is None or isinstance(value, str):
         return value
-    try:
-        return ("numbers", np.asarray(value, dtype=float).tolist().__repr__())
-    except (TypeError, ValueError):  # a symbolic initial value: equal to nothing else, so never shared
-        return ("object", object())
+    return ("numbers", repr(np.asarray(value, dtype=float).tolist()))
