@@ -10,6 +10,9 @@ later process, 30.4 s on an empty cache. Each call pays ~20 µs of Python; nutpi
 the compiled code in parallel (sampling measured 5–25 % slower than through the cfuncs at n = 200, where a gradient
 costs ~1.4 ms). The log density and gradient are the cfuncs' to the bit, so the draws are
 `pm.sample(nuts_sampler="nutpie")`'s with the same seed (its convergence checks off, as bk.fit.mcmc asks of pm.sample).
+The graphs of those functions, as `_make_functions` builds and rewrites them, are kept on disk by structure too
+(`_graph_cache`): a later process links them as they are, with nothing built, differentiated or rewritten (the seeds'
+sum-kernel model at n = 200: 1.2–2.0 s → 0.34–0.49 s a compile, BENCHMARKS.md, session 24).
 
 A PyMC model of bayeskern holds its data in shared variables, so two models that differ only in their data share one
 compiled model: `with_data` points it at the new model's arrays (any number of rows, unless coords name the rows).
