@@ -12,7 +12,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.builders import OpFromGraph
-from pytensor.compile.io import In, SymbolicOutput
+from pytensor.compile.io import In
 from pytensor.compile.maker import FunctionMaker
 from pytensor.compile.mode import Mode, get_mode
 from pytensor.compile.rewriting import inline_ofg_node
@@ -512,6 +512,10 @@ class _Hoisted:
         return self.main(*values, *computed, *data)
 
 
+#: NUMBA_NOGIL's linker without rewrites: for a graph rewritten already
+_AS_REWRITTEN = Mode(linker=NUMBA_NOGIL.linker, optimizer=None)
+
+
 def split_off_data(function) -> tuple[FunctionGraph, FunctionGraph, list[str]] | None:
     """A function compiled on Numba, of inputs and data (shared variables), as the graphs of two functions (for `linked`)
     that give its outputs to the bit: `data_part(*data)`, the values computed from the data alone that the rest reads,
@@ -520,17 +524,14 @@ def split_off_data(function) -> tuple[FunctionGraph, FunctionGraph, list[str]] |
     would otherwise be recomputed at every call). Both are the graph `function` was rewritten to, as it is, so with
     the same arithmetic (rewriting the parts apart could change the last bits, as it does for `_Hoisted`). None where
     nothing is computed from the data alone, or an in-place operation would overwrite such a value."""
-    graph = function.maker.fgraph
-    data = [v for v in graph.inputs if isinstance(v, SharedVariable)]
-    inputs = [v for v in graph.inputs if not isinstance(v, SharedVariable)]
+    graph, inputs, data, on_stand_ins = _data_apart(function)
     reads = _data_only_reads(inputs, data, list(graph.outputs))
     destroyed = {node.inputs[i] for node in graph.apply_nodes for positions in getattr(node.op, "destroy_map", {}).values() for i in positions}
     if not reads or destroyed.intersection(reads):
         return None
-    data_stand_ins, read_stand_ins = [v.type(name=v.name) for v in data], [v.type() for v in reads]
-    on_stand_ins = dict(zip(data, data_stand_ins, strict=True))
-    data_part = _as_rewritten(data_stand_ins, graph_replace(reads, on_stand_ins, strict=False))
-    main = _as_rewritten(inputs + read_stand_ins + data_stand_ins, graph_replace(
+    read_stand_ins = [v.type() for v in reads]
+    data_part = _as_rewritten(list(on_stand_ins.values()), graph_replace(reads, on_stand_ins, strict=False))
+    main = _as_rewritten(inputs + read_stand_ins + list(on_stand_ins.values()), graph_replace(
         list(graph.outputs), {**on_stand_ins, **dict(zip(reads, read_stand_ins, strict=True))}, strict=False))
     return data_part, main, [v.name for v in data]
 
@@ -538,15 +539,16 @@ def split_off_data(function) -> tuple[FunctionGraph, FunctionGraph, list[str]] |
 def on_data_inputs(function) -> tuple[FunctionGraph, list[str]]:
     """The graph `function` (compiled on Numba) was rewritten to, as it is, its data (shared variables) made inputs after
     its own, for `linked`: `linked(graph)(*inputs, *data)` gives its outputs to the bit; with the names of the data."""
+    graph, inputs, data, on_stand_ins = _data_apart(function)
+    outputs = graph_replace(list(graph.outputs), on_stand_ins, strict=False)
+    return _as_rewritten(inputs + list(on_stand_ins.values()), outputs), [v.name for v in data]
+
+
+def _data_apart(function) -> tuple[FunctionGraph, list, list, dict]:
+    """(the graph `function` was rewritten to, its inputs, its data — shared variables —, a stand-in for each datum)."""
     graph = function.maker.fgraph
     data = [v for v in graph.inputs if isinstance(v, SharedVariable)]
-    stand_ins = [v.type(name=v.name) for v in data]
-    outputs = graph_replace(list(graph.outputs), dict(zip(data, stand_ins, strict=True)), strict=False)
-    return _as_rewritten([v for v in graph.inputs if not isinstance(v, SharedVariable)] + stand_ins, outputs), [v.name for v in data]
-
-
-#: NUMBA_NOGIL's linker without rewrites: for a graph rewritten already
-_AS_REWRITTEN = Mode(linker=NUMBA_NOGIL.linker, optimizer=None)
+    return graph, [v for v in graph.inputs if not isinstance(v, SharedVariable)], data, {v: v.type(name=v.name) for v in data}
 
 
 def _as_rewritten(inputs: list, outputs: list) -> FunctionGraph:
@@ -560,9 +562,7 @@ def linked(graph: FunctionGraph) -> Callable:
     process): compiled on `NUMBA_NOGIL` with exact arithmetic as it is, nothing rewritten; Numba compiles it at its
     first call, or loads it from PyTensor's compile directory."""
     with exact_arithmetic():
-        maker = FunctionMaker([In(v) for v in graph.inputs], [SymbolicOutput(v) for v in graph.outputs], mode=_AS_REWRITTEN,
-                              fgraph=graph, no_fgraph_prep=True, accept_inplace=True, on_unused_input="ignore")
-        return maker.create().vm.jit_fn
+        return _graph_cache.function_of(graph, _AS_REWRITTEN).vm.jit_fn
 
 
 def _data_only_reads(inputs: list, data: list, outputs: list) -> list:

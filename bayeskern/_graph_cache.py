@@ -17,6 +17,7 @@ import pytensor
 from pytensor.compile.io import In, SymbolicOutput
 from pytensor.compile.maker import FunctionMaker
 from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.type import Type
 from pytensor.graph.traversal import io_toposort
@@ -81,7 +82,8 @@ def structure_key(inputs: list, outputs: list, context: str) -> str | None:
     versions it depends on (`_versions`), floatX and `context` (whatever else the thing kept depends on). None where
     the graph cannot be fingerprinted (`_Unkeyable`): nothing of it is kept."""
     try:
-        text = "\n".join([_versions(), f"floatX {pytensor.config.floatX}", context, _fingerprint(list(inputs), list(outputs))])
+        text = "\n".join([_versions(), f"floatX {pytensor.config.floatX} cxx {bool(pytensor.config.cxx)}", context,
+                          _fingerprint(list(inputs), list(outputs))])
     except (_Unkeyable, RecursionError):
         return None
     return hashlib.sha256(text.encode()).hexdigest()
@@ -164,7 +166,8 @@ def _qualified(x) -> str:
 @functools.cache
 def _versions() -> str:
     """What a rewritten graph depends on besides itself and floatX: the versions of the libraries its Ops and rewrites
-    come from (`_VERSIONED`; bayeskern's by its source), and PyTensor's flags that choose rewrites (fixed at start-up).
+    come from (`_VERSIONED`; bayeskern's by its source), and PyTensor's flags that choose rewrites and are fixed at
+    start-up (`cxx`, which limits elemwise fusion, is not: `numpy_mode` clears it, and `structure_key` reads it).
 
     A rewrite the user registers with PyTensor is not in it: such a process should use a compile directory of its own.
     """
@@ -177,11 +180,12 @@ def _versions() -> str:
     config = pytensor.config
     return (f"python {sys.version_info[:2]} pytensor {pytensor.__version__} pymc {pymc.__version__} numpy {np.__version__} "
             f"scipy {scipy.__version__} bayeskern {source.hexdigest()} rewrites +{config.optimizer_including} "
-            f"-{config.optimizer_excluding} !{config.optimizer_requiring}")
+            f"-{config.optimizer_excluding} !{config.optimizer_requiring} optdb {config.optdb__max_use_ratio} "
+            f"{config.optdb__position_cutoff} cast {config.cast_policy}")
 
 
 def _folder() -> Path:
-    return Path(pytensor.config.compiledir) / "bayeskern_graphs"
+    return Path(pytensor.config.compiledir) / "bayeskern_numpy"  # named when it held numpy-mode graphs alone
 
 
 def _load(key: str, mode, inputs: list, single: bool):
@@ -192,12 +196,20 @@ def _load(key: str, mode, inputs: list, single: bool):
         return None
     try:
         graph, borrow = kept_graph
-        outputs = [SymbolicOutput(v, borrow=b) for v, b in zip(graph.outputs, borrow, strict=True)]
-        named = [In(v, name=given.name) for v, given in zip(graph.inputs, inputs, strict=True)]
-        return FunctionMaker(named, outputs[0] if single else outputs, mode=mode, fgraph=graph,
-                             no_fgraph_prep=True, accept_inplace=True, on_unused_input="ignore").create()
+        return function_of(graph, mode, [given.name for given in inputs], borrow, single)
     except Exception:  # of classes changed since: compiled anew
         return None
+
+
+def function_of(graph: FunctionGraph, mode, names: list | None = None, borrow: list | None = None, single: bool = False):
+    """PyTensor's function of `graph`, rewritten already (kept, or prepared for linking), linked by `mode`'s linker as
+    it is: nothing rewritten. `names`: the inputs' names (a call may name them); `borrow`: per output, as compiled;
+    `single`: it returns its one output, not a list."""
+    names, borrow = names or [None] * len(graph.inputs), borrow or [False] * len(graph.outputs)
+    outputs = [SymbolicOutput(v, borrow=b) for v, b in zip(graph.outputs, borrow, strict=True)]
+    inputs = [In(v, name=name) for v, name in zip(graph.inputs, names, strict=True)]
+    return FunctionMaker(inputs, outputs[0] if single else outputs, mode=mode, fgraph=graph, no_fgraph_prep=True,
+                         accept_inplace=True, on_unused_input="ignore").create()
 
 
 def _store(key: str, fn, n_inputs: int) -> None:

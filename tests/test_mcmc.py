@@ -238,25 +238,27 @@ def test_diagnostics_and_comparison_to_dict_are_plain_json():
     assert json.loads(json.dumps(c, allow_nan=False)) == c
 
 
-def _lognormal_rbf_model(seed: int, n: int, ls_median: float = 0.2):
+def _lognormal_rbf_model(seed: int, n: int, ls_median: float = 0.2, amp_name: str = "amp"):
     rng = np.random.default_rng(seed)
     X = np.sort(rng.uniform(0, 1, n))[:, None]
     y = np.sin(6 * X[:, 0]) + 0.2 * rng.standard_normal(n)
     with pm.Model() as model:
-        amp = pm.LogNormal("amp", 0.0, f64(0.5))
+        amp = pm.LogNormal(amp_name, 0.0, f64(0.5))
         ls = pm.LogNormal("ls", np.log(ls_median), f64(0.5))
         s = pm.LogNormal("s", np.log(0.2), f64(0.5))
         bk.gp.marginal_likelihood("y", X, y, amp * K.RBF(ls), s)
     return model
 
 
-def test_nutpie_compiles_once_per_model_structure_and_draws_what_pm_sample_draws(monkeypatch):
+def test_nutpie_compiles_once_per_model_structure_and_draws_what_pm_sample_draws(monkeypatch, tmp_path):
     from threadpoolctl import threadpool_limits
 
+    from bayeskern import _graph_cache
     from bayeskern._compile import exact_arithmetic
     from bayeskern.fit import _nutpie
 
     monkeypatch.setattr(_nutpie, "_MODELS", [])  # nothing compiled by earlier tests
+    monkeypatch.setattr(_graph_cache, "_folder", lambda: tmp_path)  # nor kept on disk by them: every structure built
     compiles = []
     real = _nutpie._compile
     monkeypatch.setattr(_nutpie, "_compile", lambda model, *kept: compiles.append(model) or real(model, *kept))
@@ -276,7 +278,10 @@ def test_nutpie_compiles_once_per_model_structure_and_draws_what_pm_sample_draws
 def test_a_later_process_samples_from_the_graphs_kept_on_disk_with_nothing_built_and_draws_the_same(monkeypatch, tmp_path):
     """The graphs one compile of a structure keeps (`_graph_cache`) are linked as they are when memory holds nothing (a
     later process): nutpie's `_make_functions` does not run, and a model of the same structure on other data draws what
-    it draws compiled anew. Another structure (a different prior constant), or a file that cannot be read, is compiled."""
+    it draws compiled anew. Another structure (a different prior constant), the same graph under another variable name
+    (which the graph's fingerprint does not see, nutpie's description does), or a file that cannot be read, is built."""
+    import pickle
+
     import nutpie.compile_pymc
 
     from bayeskern import _graph_cache
@@ -304,10 +309,19 @@ def test_a_later_process_samples_from_the_graphs_kept_on_disk_with_nothing_built
         np.testing.assert_array_equal(from_disk[name], values, err_msg=name)
     draws(another_prior, tmp_path / "kept")
     assert built == [first, other, another_prior]
-    for file in (tmp_path / "kept").glob("*.pkl"):
-        file.write_bytes(b"cut short")
-    assert all(np.array_equal(draws(other, tmp_path / "kept")[name], values) for name, values in compiled_anew.items())
-    assert built[-1] is other and len(built) == 4
+    renamed = _lognormal_rbf_model(0, 20, amp_name="a")
+    monkeypatch.setattr(_graph_cache, "_folder", lambda: tmp_path / "kept")
+    _nutpie._MODELS.clear()
+    assert set(bk.fit.mcmc(renamed, draws=10, tune=10, chains=1, seed=3)["posterior"].data_vars) == {"a", "ls", "s"}
+    assert built[-1] is renamed and len(built) == 4
+    for content in (pickle.dumps({"n_dim": 3}), b"cut short"):  # read but not what a compile keeps; not read at all
+        for file in (tmp_path / "kept").glob("*.pkl"):
+            file.write_bytes(content)
+        assert all(np.array_equal(draws(other, tmp_path / "kept")[name], values) for name, values in compiled_anew.items())
+        assert built[-1] is other
+    assert len(built) == 6
+    draws(other, tmp_path / "kept")  # the graphs built again were kept again
+    assert len(built) == 6
 
 
 def test_the_log_density_nutpie_calls_is_the_models_and_a_non_finite_gradient_is_a_divergence():

@@ -93,7 +93,7 @@ def _compile(model, key: str | None = None, shared: list = ()):
     on nutpie's Python-callback interface, the names of the data it reads). The functions are compiled on `NUMBA_NOGIL`
     without fastmath: the draws do not depend on what the compile cache holds. `key`: the graphs kept under it by an
     earlier process are linked as they are (nothing built, differentiated or rewritten: ~1 s of a warm compile at
-    n = 200), or this compile's are kept under it; `shared`: the model's data variables, by name."""
+    n = 200), or this compile's are kept under it once they have linked; `shared`: the model's data variables."""
     from nutpie.compile_pymc import _wrap_with_lock
     from pymc.initial_point import make_initial_point_fn
 
@@ -103,17 +103,19 @@ def _compile(model, key: str | None = None, shared: list = ()):
     if parts is not None:
         try:
             return _assembled(model, parts, {v.name: v for v in shared}, initial_point)
-        except Exception:  # noqa: BLE001 — kept by classes that changed since, or cut short: compiled anew below
+        except Exception:  # noqa: BLE001 — kept by classes that changed since: compiled anew below, and kept again
             pass
-    parts, data = _parts(model, initial_point)
+    parts, shared_by_name = _parts(model, initial_point)
+    compiled = _assembled(model, parts, shared_by_name, initial_point)
     if key is not None:
         _graph_cache.keep(key, parts)
-    return _assembled(model, parts, data, initial_point)
+    return compiled
 
 
 def _parts(model, initial_point) -> tuple[dict, dict]:
     """(nutpie's functions of `model` as graphs to link — `_make_functions`' own, rewritten as it rewrites them — with
-    what nutpie needs besides, the data variables they read by name)."""
+    what nutpie needs besides, the data variables they read by name). `_make_functions` links its functions too; only
+    their graphs are used (a Numba conversion of the graph is spent, ~0.1 s, where a structure is new)."""
     from nutpie.compile_pymc import _make_functions
 
     with exact_arithmetic():
@@ -125,15 +127,15 @@ def _parts(model, initial_point) -> tuple[dict, dict]:
     return parts, {v.name: v for v in {*logp_fn.get_shared(), *expand_fn.get_shared()}}
 
 
-def _assembled(model, parts: dict, shared: dict, initial_point):
-    """(nutpie's compiled model from `_parts`, the names of the data it reads) with this model's data (`shared`)."""
+def _assembled(model, parts: dict, shared_by_name: dict, initial_point):
+    """(nutpie's compiled model from `_parts`, the names of the data it reads) on this model's data variables."""
     from nutpie.compile_pymc import _prepare_dims_and_coords, _rv_dict_to_flat_array_wrapper
     from nutpie.compiled_pyfunc import from_pyfunc
 
     n_dim, shape_info, (data_graph, main_graph, logp_data), (expand_graph, expand_data) = (
         parts["n_dim"], parts["shape_info"], parts["logp"], parts["expand"])
     names, _, shapes = shape_info
-    data = _data([shared[name] for name in {*logp_data, *expand_data}])
+    data = _data([shared_by_name[name] for name in {*logp_data, *expand_data}])
     new_logp, expand = _logp_on_data(data_graph, main_graph), linked(expand_graph)
     # Numba compiles (or loads from the cache) a function at its first call: here, not in the chains (a compile error
     # raised here, not taken for a divergence). Any point will do; the origin of the unconstrained space
@@ -210,8 +212,9 @@ def _description(model, shared: list, sampled: list) -> tuple | None:
     shapes = tuple(tuple(v.type.shape) for v in sampled)
     if any(None in shape for shape in shapes):
         return None
+    start = point_draws(model)()
     try:
-        start = {name: _plain(value) for name, value in point_draws(model)().items()}
+        start = {name: _plain(value) for name, value in start.items()}
         initial = tuple((rv.name, _plain(value)) for rv, value in model.rvs_to_initial_values.items())
     except (TypeError, ValueError):  # a symbolic initial value: equal to nothing else
         return None
