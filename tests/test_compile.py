@@ -52,15 +52,16 @@ def test_the_nogil_mode_releases_the_gil_and_is_cached_apart_from_pytensors_numb
     held, released = _probe(tmp_path, "numba", "nogil")
     # while PyTensor's function runs, it holds the GIL: this thread runs only around and between the calls; ours lets it
     # run all along (measured: 1.1·10⁵ against 2.0·10⁶ ticks for the same three calls). Had ours loaded PyTensor's cache
-    # entry, it would hold the GIL too, and the two counts would be alike
-    assert released["ticks"] > 5 * held["ticks"], (held, released)
+    # entry, it would hold the GIL too, and the two counts would be alike (a ratio near 1). Threshold 3: with another
+    # process busy on the second core the ratio fell to 4.7 (session 24: 2.99·10⁵ against 1.39·10⁶), idle it is ~18
+    assert released["ticks"] > 3 * held["ticks"], (held, released)
     assert released["cache_misses"] == 1 and released["cache_hits"] == 0
     # a later process loads ours from the disk cache, and it still releases the GIL: compared with PyTensor's, loaded from
     # the cache too, in that same process (a count from another process is at the mercy of the machine's load meanwhile:
     # under the suite's second worker, PyTensor's count went 1.1·10⁵ → 3.2·10⁵ between processes)
     held_again, again = _probe(tmp_path, "numba", "nogil")
     assert again["cache_hits"] == 1 and again["cache_misses"] == 0 and held_again["cache_hits"] == 1
-    assert again["ticks"] > 5 * held_again["ticks"], (held_again, again)
+    assert again["ticks"] > 3 * held_again["ticks"], (held_again, again)
 
 
 def test_a_function_split_off_its_data_or_on_its_data_as_inputs_gives_its_numbers_to_the_bit():
