@@ -23,7 +23,7 @@ from pytensor.graph.type import Type
 from pytensor.graph.traversal import io_toposort
 from pytensor.scalar.basic import ScalarOp
 
-__all__ = ["function", "keep", "kept", "structure_key"]
+__all__ = ["function", "function_of", "keep", "kept", "structure_key"]
 
 #: a rewritten graph whose pickle is larger is not kept (a graph holding large constant arrays)
 MAX_FILE_BYTES = 16 * 2**20
