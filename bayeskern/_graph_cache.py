@@ -91,17 +91,41 @@ def structure_key(inputs: list, outputs: list, context: str) -> str | None:
 
 def kept(key: str):
     """What `keep(key, …)` kept, in this or an earlier process, or None where there is nothing that can be read here."""
-    return _read(_folder() / f"{key}.pkl")
+    path = _folder() / f"{key}.pkl"
+    try:
+        with open(path, "rb") as f:
+            thing = pickle.load(f)
+    except Exception:  # none yet, or cut short by an interrupted writer, or of classes changed since
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # used now: the last to go (`_make_room`)
+    return thing
 
 
 def keep(key: str, thing) -> None:
-    """Keep `thing` (graphs, and what a later process needs with them) under `key` (`structure_key`) for `kept`; nothing
-    is kept of a thing that does not pickle or whose pickle exceeds MAX_FILE_BYTES."""
+    """Keep `thing` (graphs, and what a later process needs with them) under `key` (`structure_key`) for `kept`: written
+    whole to a file of its own, then renamed (atomic for a reader). Nothing is kept of a thing that does not pickle or
+    whose pickle exceeds MAX_FILE_BYTES, nor where the compile directory cannot be written."""
     try:
         data = pickle.dumps(thing, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # an Op holding something that does not pickle
         return
-    _write(_folder() / f"{key}.pkl", data)
+    if len(data) > MAX_FILE_BYTES:
+        return
+    folder = _folder()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _make_room(folder)
+        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    except OSError:  # a compile directory this process cannot write: nothing kept
+        return
+    try:
+        with os.fdopen(handle, "wb") as f:
+            f.write(data)
+        os.replace(temporary, folder / f"{key}.pkl")
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
 
 
 def _fingerprint(inputs: list, outputs: list) -> str:
@@ -218,37 +242,6 @@ def _store(key: str, fn, n_inputs: int) -> None:
     if len(graph.inputs) != n_inputs or graph.update_mapping:
         return  # inputs added by compilation (shared storage, updates): not a function of its inputs alone
     keep(key, (graph, [o.borrow for o in fn.maker.outputs]))
-
-
-def _read(path: Path):
-    """The object pickled at `path`, or None where there is none that can be read."""
-    try:
-        with open(path, "rb") as f:
-            thing = pickle.load(f)
-    except Exception:  # none yet, or cut short by an interrupted writer, or of classes changed since
-        return None
-    with contextlib.suppress(OSError):
-        os.utime(path)  # used now: the last to go (`_make_room`)
-    return thing
-
-
-def _write(path: Path, data: bytes) -> None:
-    """`data` written whole to a file of its own, then renamed to `path` (atomic for a reader)."""
-    if len(data) > MAX_FILE_BYTES:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _make_room(path.parent)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    except OSError:  # a compile directory this process cannot write: nothing kept
-        return
-    try:
-        with os.fdopen(handle, "wb") as f:
-            f.write(data)
-        os.replace(temporary, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
 
 
 def _make_room(folder: Path) -> None:

@@ -77,7 +77,7 @@ def _compiled(model):
                 _MODELS.append(_MODELS.pop(k))
                 return compiled.with_data(**_data([v for v in shared if v.name in reads]))
     if description is None:
-        return _compile(model)[0]
+        return _compile(model, None, shared)[0]
     import nutpie
 
     key = _graph_cache.structure_key(inputs, outputs, f"nutpie {nutpie.__version__}\n{description!r}")
@@ -88,43 +88,46 @@ def _compiled(model):
     return compiled
 
 
-def _compile(model, key: str | None = None, shared: list = ()):
+def _compile(model, key: str | None = None, shared: list | None = None):
     """(what `nutpie.compile_pymc_model(model, backend="numba")` samples — the same functions, data and initial points —
     on nutpie's Python-callback interface, the names of the data it reads). The functions are compiled on `NUMBA_NOGIL`
     without fastmath: the draws do not depend on what the compile cache holds. `key`: the graphs kept under it by an
     earlier process are linked as they are (nothing built, differentiated or rewritten: ~1 s of a warm compile at
-    n = 200), or this compile's are kept under it once they have linked; `shared`: the model's data variables."""
+    n = 200), or this compile's are kept under it once they have linked. `shared`: the model's data variables (those of
+    its log density and unobserved variables, which nutpie's functions read), found here if not given."""
     from nutpie.compile_pymc import _wrap_with_lock
     from pymc.initial_point import make_initial_point_fn
 
     initial_point = _wrap_with_lock(make_initial_point_fn(  # compile_pymc_model's: support points, jittered
         model=model, default_strategy="support_point", jitter_rvs=set(model.free_RVs), return_transformed=True))
+    if shared is None:
+        shared = data_stand_ins([model.logp(), *model.replace_rvs_by_values(model.unobserved_RVs)])[0]
+    shared_by_name = {v.name: v for v in shared}
     parts = None if key is None else _graph_cache.kept(key)
     if parts is not None:
         try:
-            return _assembled(model, parts, {v.name: v for v in shared}, initial_point)
+            return _assembled(model, parts, shared_by_name, initial_point)
         except Exception:  # noqa: BLE001 — kept by classes that changed since: compiled anew below, and kept again
             pass
-    parts, shared_by_name = _parts(model, initial_point)
+    parts = _parts(model, initial_point)
     compiled = _assembled(model, parts, shared_by_name, initial_point)
     if key is not None:
         _graph_cache.keep(key, parts)
     return compiled
 
 
-def _parts(model, initial_point) -> tuple[dict, dict]:
-    """(nutpie's functions of `model` as graphs to link — `_make_functions`' own, rewritten as it rewrites them — with
-    what nutpie needs besides, the data variables they read by name). `_make_functions` links its functions too; only
-    their graphs are used (a Numba conversion of the graph is spent, ~0.1 s, where a structure is new)."""
+def _parts(model, initial_point) -> dict:
+    """nutpie's functions of `model` as graphs to link — `_make_functions`' own, rewritten as it rewrites them — with
+    what nutpie needs besides. `_make_functions` links its functions too; only their graphs are used (a Numba
+    conversion of the graph is spent, ~0.1 s, where a structure is new)."""
     from nutpie.compile_pymc import _make_functions
 
     with exact_arithmetic():
         n_dim, _, logp_fn, expand_fn, _, shape_info, reparameterized = _make_functions(
             model, mode=NUMBA_NOGIL, compute_grad=True, join_expanded=False, pymc_initial_point_fn=initial_point)
     split = split_off_data(logp_fn)
-    parts = {"n_dim": n_dim, "shape_info": shape_info, "reparameterized": reparameterized,
-             "logp": (None, *on_data_inputs(logp_fn)) if split is None else split, "expand": on_data_inputs(expand_fn)}
-    return parts, {v.name: v for v in {*logp_fn.get_shared(), *expand_fn.get_shared()}}
+    return {"n_dim": n_dim, "shape_info": shape_info, "reparameterized": reparameterized,
+            "logp": (None, *on_data_inputs(logp_fn)) if split is None else split, "expand": on_data_inputs(expand_fn)}
 
 
 def _assembled(model, parts: dict, shared_by_name: dict, initial_point):
