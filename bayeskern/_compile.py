@@ -523,17 +523,32 @@ def split_off_data(function) -> tuple[FunctionGraph, FunctionGraph, list[str]] |
     many times on the same data (a log density in a sampler: the pairs of points and the inputs gathered at them
     would otherwise be recomputed at every call). Both are the graph `function` was rewritten to, as it is, so with
     the same arithmetic (rewriting the parts apart could change the last bits, as it does for `_Hoisted`). None where
-    nothing is computed from the data alone, or an in-place operation would overwrite such a value."""
+    nothing is computed from the data alone, or an in-place operation would overwrite such a value (`_overwritten`)."""
     graph, inputs, data, on_stand_ins = _data_apart(function)
     reads = _data_only_reads(inputs, data, list(graph.outputs))
-    destroyed = {node.inputs[i] for node in graph.apply_nodes for positions in getattr(node.op, "destroy_map", {}).values() for i in positions}
-    if not reads or destroyed.intersection(reads):
+    if not reads or _overwritten(graph, reads):
         return None
     read_stand_ins = [v.type() for v in reads]
     data_part = _as_rewritten(list(on_stand_ins.values()), graph_replace(reads, on_stand_ins, strict=False))
     main = _as_rewritten(inputs + read_stand_ins + list(on_stand_ins.values()), graph_replace(
         list(graph.outputs), {**on_stand_ins, **dict(zip(reads, read_stand_ins, strict=True))}, strict=False))
     return data_part, main, [v.name for v in data]
+
+
+def _overwritten(graph: FunctionGraph, variables: list) -> bool:
+    """Whether an in-place operation of `graph` writes into one of `variables`, or into a view of one (a view's view too:
+    a row of a value, taken at an index that depends on an input, then scaled in place, overwrites that value)."""
+    pending, seen = list(variables), set()
+    while pending:
+        variable = pending.pop()
+        if variable in seen:
+            continue
+        seen.add(variable)
+        for node, i in graph.clients.get(variable, ()):
+            if any(i in positions for positions in getattr(node.op, "destroy_map", {}).values()):
+                return True
+            pending.extend(node.outputs[k] for k, positions in getattr(node.op, "view_map", {}).items() if i in positions)
+    return False
 
 
 def on_data_inputs(function) -> tuple[FunctionGraph, list[str]]:

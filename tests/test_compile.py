@@ -83,6 +83,10 @@ def test_a_function_split_off_its_data_or_on_its_data_as_inputs_gives_its_number
         nothing_from_data = pytensor.function([theta], pt.sum(theta**2), mode=NUMBA_NOGIL)
         # the gathered rows scaled in place: a value computed once could not be passed to every call
         overwritten = pytensor.function([theta], X[i][:, 0] * theta[0], mode=NUMBA_NOGIL)
+        # ... or through a view of it taken at an index that depends on an input: the gathered rows are what the
+        # view's node reads, the view is what the in-place product overwrites
+        start = pt.cast(theta[1] > 0, "int64")
+        through_view = pytensor.function([theta], X[i][:, 0][start:] * theta[0], mode=NUMBA_NOGIL)
     data_graph, main_graph, names = split_off_data(whole)
     data_part, main = linked(data_graph), linked(main_graph)
     assert names == ["X", "y"]
@@ -104,3 +108,5 @@ def test_a_function_split_off_its_data_or_on_its_data_as_inputs_gives_its_number
         np.testing.assert_array_equal(whole_grad, grad)
     assert split_off_data(nothing_from_data) is None
     assert split_off_data(overwritten) is None
+    assert any(node.op.destroy_map for node in through_view.maker.fgraph.apply_nodes)  # the case this test is about
+    assert split_off_data(through_view) is None
