@@ -536,19 +536,15 @@ def split_off_data(function) -> tuple[FunctionGraph, FunctionGraph, list[str]] |
 
 
 def _overwritten(graph: FunctionGraph, variables: list) -> bool:
-    """Whether an in-place operation of `graph` writes into one of `variables`, or into a view of one (a view's view too:
-    a row of a value, taken at an index that depends on an input, then scaled in place, overwrites that value)."""
-    pending, seen = list(variables), set()
-    while pending:
-        variable = pending.pop()
-        if variable in seen:
-            continue
-        seen.add(variable)
-        for node, i in graph.clients.get(variable, ()):
-            if any(i in positions for positions in getattr(node.op, "destroy_map", {}).values()):
-                return True
-            pending.extend(node.outputs[k] for k, positions in getattr(node.op, "view_map", {}).items() if i in positions)
-    return False
+    """Whether an in-place operation of `graph` writes into the memory of one of `variables`: into it, into a view of it
+    (a row taken at an index that depends on an input, then scaled in place), or into the buffer it is itself a view of
+    (a sibling view of that buffer written in place). PyTensor's destroy handler, which the in-place rewrites attach,
+    maps every destroyed buffer and every view of one (`droot`); two disjoint views of one buffer count as one."""
+    handler = getattr(graph, "destroy_handler", None)
+    if handler is None:  # no in-place rewrite ran: an Op in place by its own making is refused, not reasoned about
+        return any(node.op.destroy_map for node in graph.apply_nodes)
+    destroyed = handler.refresh_droot_impact()[0]
+    return any(v in destroyed for v in variables)
 
 
 def on_data_inputs(function) -> tuple[FunctionGraph, list[str]]:

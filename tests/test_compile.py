@@ -87,6 +87,11 @@ def test_a_function_split_off_its_data_or_on_its_data_as_inputs_gives_its_number
         # view's node reads, the view is what the in-place product overwrites
         start = pt.cast(theta[1] > 0, "int64")
         through_view = pytensor.function([theta], X[i][:, 0][start:] * theta[0], mode=NUMBA_NOGIL)
+        # ... or through a sibling view of the buffer a value read is a view of: exp in place on the gathered rows'
+        # first column, whose rows from the second on are what the product reads
+        rows = X[rng.permutation(30)]
+        sibling = pytensor.function([theta], pt.dot(rows[1:, 0], theta[:29]) + pt.dot(pt.exp(rows[:, 0]), theta[29:]),
+                                    mode=NUMBA_NOGIL)
     data_graph, main_graph, names = split_off_data(whole)
     data_part, main = linked(data_graph), linked(main_graph)
     assert names == ["X", "y"]
@@ -108,5 +113,6 @@ def test_a_function_split_off_its_data_or_on_its_data_as_inputs_gives_its_number
         np.testing.assert_array_equal(whole_grad, grad)
     assert split_off_data(nothing_from_data) is None
     assert split_off_data(overwritten) is None
-    assert any(node.op.destroy_map for node in through_view.maker.fgraph.apply_nodes)  # the case this test is about
-    assert split_off_data(through_view) is None
+    for overwriting in (through_view, sibling):
+        assert any(node.op.destroy_map for node in overwriting.maker.fgraph.apply_nodes)  # the cases this test is about
+        assert split_off_data(overwriting) is None

@@ -44,14 +44,14 @@ GAIN_TOL = 1e-4
 #: a coordinate at a bound whose gradient still points outwards by more than this has not reached its edge
 GRAD_TOL = 1e-3
 #: the curvature pairs (step, change of gradient) kept for that estimate, and L-BFGS-B's memory (its `maxcor`; SciPy's
-#: default, 10, is sized for thousands of parameters): a model has tens, and with the pairs of a whole run L-BFGS is
-#: BFGS. Measured with 10 → 30 pairs: the 11-parameter additive kernel at n = 500 89 → 70 evaluations (1e-4 nats of the
+#: default is 10): a model has tens of parameters, where 30 pairs cost nothing and bring L-BFGS close to BFGS (a run
+#: takes 30–100 iterations). Measured with 10 → 30 pairs: the 11-parameter additive kernel at n = 500 89 → 70 evaluations (1e-4 nats of the
 #: optimum after 74 → 58), the sum kernel at n = 500 52 → 45, 5-D ARD at n = 500 (3 starts) 102 → 93, the README fit
 #: 189 → 176; the same optima
 CURVATURE_PAIRS = 30
 #: the optimiser stops once an iteration gains ≤ ROUND_OFF_GAIN · |objective| where max |gradient| ≤ STOP_GRAD,
 #: or where max |gradient| ≤ GRAD_TOL and a Newton step would gain ≤ STOP_GAIN (the rule of `converged`, 1e-4 of
-#: its tolerance) with curvature pairs in as many directions as there are parameters (fewer leave a direction
+#: its tolerance) with as many curvature pairs as parameters, up to CURVATURE_PAIRS (fewer leave a direction
 #: the run has not explored at the scale of its latest, perhaps stiff, step): progress has reached the round-off
 #: floor of the objective near a stationary point
 STOP_GRAD, ROUND_OFF_GAIN, STOP_GAIN = 1e-4, 1e-11, 1e-8
@@ -59,19 +59,20 @@ STOP_GRAD, ROUND_OFF_GAIN, STOP_GAIN = 1e-4, 1e-11, 1e-8
 #: left between them and the rest meets `_near_stationary` to STOP_GAIN: a scale θ = e^z running to 0 enters K as
 #: θ^r (r = 1 for an amplitude or offset, 2 for σ or 1/ℓ), so the objective's tail is c·e^{rz}, the gain left out to
 #: the edge |∂f/∂z|/r ≤ |∂f/∂z|, and following it costs an iteration per halving (this rule saves 9 of the sum
-#: kernel's 68 evaluations at n = 500, 83 of the README fit's 338). 1e-2 of GAIN_TOL
+#: kernel's 68 evaluations at n = 500, 83 of the README fit's 338; measured with 10 curvature pairs). 1e-2 of GAIN_TOL
 EDGE_GAIN = 1e-6
 #: a line search that has spent STALLED_SEARCH evaluations without an acceptable point, from an iterate that already
 #: meets the rule of `converged`, ends the run there: on the round-off floor of the objective L-BFGS-B's line searches
 #: otherwise spend their 20 evaluations on noise, twice (measured on the 11-parameter additive kernel: 152
-#: evaluations, 38 of them ended by this rule, gaining 2e-9 nats); away from it a line search takes 1–3
+#: evaluations, 38 of them ended by this rule, gaining 2e-9 nats, with 10 curvature pairs); away from it a line search
+#: takes 1–3
 STALLED_SEARCH = 4
 #: `_finish_at_edges` ends a run whose scales run out to their edges: it is tried once the other coordinates' predicted
 #: gain is ≤ FINISH_GAIN and the outward gradients sum to ≤ GRAD_TOL, puts those coordinates at |z| = Z_LIMIT, and takes
 #: up to FINISH_STEPS quasi-Newton steps, each to cut that gain FINISH_RATE-fold. The tails otherwise cost an iteration
 #: per halving, and L-BFGS-B's steps along them keep the rest from settling (measured: README fit 251 → 189 evaluations,
-#: sum kernel at n = 500 59 → 52, the additive kernel 88 → 89; log p within 2e-6 of the run without it, higher for
-#: these three)
+#: sum kernel at n = 500 59 → 52, the additive kernel 88 → 89, with 10 curvature pairs; log p within 2e-6 of the run
+#: without it, higher for these three)
 FINISH_GAIN, FINISH_STEPS, FINISH_RATE = 1e-5, 4, 4.0
 #: up to this many data points (rows one evaluation passes over) the objective runs in numpy (`_compile.NUMPY`: no
 #: compilation, ~0.3–1 s of graph rewriting instead of Numba's 5–30 s for a new structure on a new machine). Measured
@@ -391,9 +392,9 @@ class _FinishedAtEdges(Exception):
 
 
 def _near_stationary(g: np.ndarray, pairs: tuple, gain: float) -> bool:
-    """max |g| ≤ GRAD_TOL and a Newton step would gain ≤ `gain`, with curvature pairs in at least as many directions
-    as parameters (up to CURVATURE_PAIRS): the L-BFGS estimate then rests on curvature seen along every direction,
-    not only on the scale of the latest step."""
+    """max |g| ≤ GRAD_TOL and a Newton step would gain ≤ `gain`, with at least as many curvature pairs as parameters
+    (up to CURVATURE_PAIRS): the L-BFGS estimate then rests on as many steps as there are directions (not necessarily
+    independent ones), not only on the scale of the latest step."""
     S, Y = pairs
     return bool(
         np.max(np.abs(g), initial=0.0) <= GRAD_TOL and len(S) >= min(len(g), CURVATURE_PAIRS) and _newton_gain(g, S, Y) <= gain
