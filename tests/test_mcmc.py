@@ -329,7 +329,7 @@ def test_the_log_density_nutpie_calls_is_the_models_and_a_non_finite_gradient_is
     from bayeskern.fit import _nutpie
 
     model = _lognormal_rbf_model(0, 20)
-    compiled, reads = _nutpie._compile(model)
+    compiled, reads = _nutpie._compile(model, None, data_stand_ins(_nutpie._graphs(model))[0])
     assert reads == {"y_X", "y_y"}
     log_density = compiled._make_logp_func()  # what each of nutpie's chains calls
     # the model's log density as PyMC compiles it, on PyTensor's Python linker: every Op's own `perform`, not Numba

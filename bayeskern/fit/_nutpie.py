@@ -67,7 +67,7 @@ def _cores() -> int:
 def _compiled(model):
     """nutpie's compiled model of `model`: an earlier one of the same structure with this model's data, else compiled
     now — from the graphs an earlier process kept on disk where it compiled this structure (`_graph_cache`)."""
-    shared, stand_ins, outputs = data_stand_ins([model.logp(), *model.replace_rvs_by_values(model.unobserved_RVs)])
+    shared, stand_ins, outputs = data_stand_ins(_graphs(model))
     inputs = [*model.value_vars, *stand_ins]
     description = _description(model, shared, [*model.value_vars, *outputs[1:]])
     with _MODELS_LOCK:
@@ -88,20 +88,23 @@ def _compiled(model):
     return compiled
 
 
-def _compile(model, key: str | None = None, shared: list | None = None):
+def _graphs(model) -> list:
+    """What nutpie's functions compute: the model's log density, then its unobserved variables on their values."""
+    return [model.logp(), *model.replace_rvs_by_values(model.unobserved_RVs)]
+
+
+def _compile(model, key: str | None, shared: list):
     """(what `nutpie.compile_pymc_model(model, backend="numba")` samples — the same functions, data and initial points —
     on nutpie's Python-callback interface, the names of the data it reads). The functions are compiled on `NUMBA_NOGIL`
     without fastmath: the draws do not depend on what the compile cache holds. `key`: the graphs kept under it by an
     earlier process are linked as they are (nothing built, differentiated or rewritten: ~1 s of a warm compile at
-    n = 200), or this compile's are kept under it once they have linked. `shared`: the model's data variables (those of
-    its log density and unobserved variables, which nutpie's functions read), found here if not given."""
+    n = 200), or this compile's are kept under it once they have linked. `shared`: the model's data variables, those of
+    `_graphs` (what nutpie's functions read)."""
     from nutpie.compile_pymc import _wrap_with_lock
     from pymc.initial_point import make_initial_point_fn
 
     initial_point = _wrap_with_lock(make_initial_point_fn(  # compile_pymc_model's: support points, jittered
         model=model, default_strategy="support_point", jitter_rvs=set(model.free_RVs), return_transformed=True))
-    if shared is None:
-        shared = data_stand_ins([model.logp(), *model.replace_rvs_by_values(model.unobserved_RVs)])[0]
     shared_by_name = {v.name: v for v in shared}
     parts = None if key is None else _graph_cache.kept(key)
     if parts is not None:

@@ -45,9 +45,10 @@ GAIN_TOL = 1e-4
 GRAD_TOL = 1e-3
 #: the curvature pairs (step, change of gradient) kept for that estimate, and L-BFGS-B's memory (its `maxcor`; SciPy's
 #: default is 10): a model has tens of parameters, where 30 pairs cost nothing and bring L-BFGS close to BFGS (a run
-#: takes 30–100 iterations). Measured with 10 → 30 pairs: the 11-parameter additive kernel at n = 500 89 → 70 evaluations (1e-4 nats of the
-#: optimum after 74 → 58), the sum kernel at n = 500 52 → 45, 5-D ARD at n = 500 (3 starts) 102 → 93, the README fit
-#: 189 → 176; the same optima
+#: takes 30–100 iterations). Measured with 10 → 30 pairs, evaluations: the 11-parameter additive kernel at n = 500
+#: 89 → 70 (1e-4 nats of the optimum after 74 → 58), the sum kernel at n = 500 52 → 45, 5-D ARD at n = 500 (3 starts)
+#: 102 → 93, the README fit 189 → 176, VFE at n = 20 000 81 → 50; more only for HSGP at n = 10⁵ (141 → 161, two scales
+#: following their tails to 0); the same optima
 CURVATURE_PAIRS = 30
 #: the optimiser stops once an iteration gains ≤ ROUND_OFF_GAIN · |objective| where max |gradient| ≤ STOP_GRAD,
 #: or where max |gradient| ≤ GRAD_TOL and a Newton step would gain ≤ STOP_GAIN (the rule of `converged`, 1e-4 of
