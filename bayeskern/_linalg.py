@@ -5,11 +5,12 @@ from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.blas
 import scipy.linalg.lapack
 
 __all__ = [
     "EPS", "JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "RCOND_PROOF_MARGIN", "announce_jitter", "cho_solve", "cholesky",
-    "escalate_jitter", "exact_cholesky", "jitter_scale", "loo_gaussian", "psd_eigh", "psd_tolerance", "solve_lower",
+    "escalate_jitter", "exact_cholesky", "jitter_scale", "loo_gaussian", "psd_eigh", "psd_factor", "psd_tolerance", "solve_lower",
 ]
 
 LOG_2PI = float(np.log(2 * np.pi))
@@ -142,3 +143,34 @@ def psd_eigh(A: np.ndarray, name: str = "matrix", scale: float | None = None) ->
             f"{name} is not positive semi-definite: smallest eigenvalue {lam[0]:.3g}, below the round-off scale {floor:.3g}"
         )
     return np.clip(lam, 0.0, None), U
+
+
+def psd_factor(A: np.ndarray, name: str = "matrix", scale: float | None = None) -> np.ndarray:
+    """F (n × r) with F Fᵀ = A up to round-off, for a PSD matrix A of rank r: a draw from N(0, A) is F z, z ~ N(0, I_r).
+
+    LAPACK's pivoted Cholesky (pstrf), stopped where every remaining pivot is below tol = c·n·ε·s / n, is kept when
+    ‖A − F Fᵀ‖_F ≤ c·n·ε·s: then no eigenvalue of A is below −c·n·ε·s (‖R‖₂ ≤ ‖R‖_F), psd_eigh's own test, with s = max
+    Aᵢᵢ ≤ max λ (or `scale`). Otherwise F = U√Λ from `psd_eigh`, which clips round-off negatives or refuses a matrix that
+    is not PSD. No jitter either way; the Cholesky route is ~15 times cheaper than the eigendecomposition at n = 121.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    if A.size == 0:
+        return np.zeros((len(A), 0))
+    diagonal = np.abs(np.diag(A))
+    floor = psd_tolerance(diagonal, max(float(np.max(diagonal)), 0.0 if scale is None else abs(float(scale)), 1e-300))
+    L, pivots, rank, info = scipy.linalg.lapack.dpstrf(A, lower=1, tol=floor / len(A))
+    if info >= 0 and np.isfinite(floor):
+        F = np.empty((len(A), rank))
+        F[pivots - 1] = np.tril(L)[:, :rank]  # A[p][:, p] = L Lᵀ (pstrf's permutation p), so A = F Fᵀ with F[p] = L
+        # R = A − F Fᵀ by SciPy's BLAS, not numpy's `@`: the two wheels carry an OpenBLAS each, and on 2 cores the threads
+        # one leaves spinning slow the other's next call (pstrf, `@`, potri in turn: 13 ms against 0.2 ms at n = 121)
+        if _frobenius_of_symmetric(scipy.linalg.blas.dsyrk(-1.0, F, beta=1.0, c=A, lower=1)) <= floor:
+            return F  # (a NaN in A fails the test too)
+    lam, U = psd_eigh(A, name, scale)
+    return U * np.sqrt(lam)  # A = UΛUᵀ = (U√Λ)(U√Λ)ᵀ
+
+
+def _frobenius_of_symmetric(R: np.ndarray) -> float:
+    """‖R‖_F of a symmetric R from its lower triangle: ‖R‖_F² = 2‖tril R‖_F² − ‖diag R‖²."""
+    lower = np.tril(R)
+    return float(np.sqrt(max(2.0 * np.sum(lower**2) - np.sum(np.diag(R) ** 2), 0.0)))

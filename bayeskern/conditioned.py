@@ -11,7 +11,7 @@ from functools import cached_property
 
 import numpy as np
 
-from bayeskern._linalg import psd_eigh
+from bayeskern._linalg import psd_factor
 from bayeskern._validation import as_inputs, check_finite_result, check_flag, check_integer, numerical_failure, rng_from, same_columns
 
 __all__ = ["Conditioned", "Prediction"]
@@ -110,8 +110,8 @@ class Conditioned(ABC):
     def sample(self, Xnew=None, n: int = 1, seed=None, include_noise: bool = False) -> np.ndarray:
         """n draws (n, m) from the posterior predictive at `Xnew` (of f, or of t with `include_noise`).
 
-        Drawn through the eigendecomposition of the covariance (no jitter; round-off negatives, which
-        are relative to the prior variance, clipped to 0). `seed` may be a Generator, whose stream goes on.
+        Drawn through a factor F Fᵀ of the covariance (`draws_from`: no jitter, round-off relative to the prior
+        variance dropped). `seed` may be a Generator, whose stream goes on.
         """
         n, rng = check_integer(n, "n", 1), rng_from(seed)
         include_noise = check_flag(include_noise, "include_noise")
@@ -121,11 +121,12 @@ class Conditioned(ABC):
     def draws_from(self, prediction: Prediction, n: int, rng: np.random.Generator) -> np.ndarray:
         """n draws (n, m) of f(Xnew) given this model's full-covariance `prediction` of f at Xnew (no second prediction).
 
-        Through the eigendecomposition of the covariance (no jitter; round-off negatives, relative to the
-        prior variance max k(x, x) the covariance is a difference of, clipped to 0).
+        Through a factor F Fᵀ of the covariance (`bayeskern._linalg.psd_factor`: pivoted Cholesky, else the
+        eigendecomposition; no jitter, round-off relative to the prior variance max k(x, x) the covariance is a
+        difference of dropped, a covariance that is not PSD refused).
         """
-        lam, U = psd_eigh(prediction.cov, "the predictive covariance", scale=self.prior_variance(prediction.Xnew))
-        return prediction.mean + (rng.standard_normal((n, len(lam))) * np.sqrt(lam)) @ U.T  # f = m + U √Λ z
+        F = psd_factor(prediction.cov, "the predictive covariance", scale=self.prior_variance(prediction.Xnew))
+        return prediction.mean + rng.standard_normal((n, F.shape[1])) @ F.T  # f = m + F z, F Fᵀ = K** − kᵀC⁻¹k
 
     @cached_property
     def loo(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ import scipy.linalg
 
 from bayeskern._compile import untraced
 from bayeskern._gaussian_logp import gaussian_logp
-from bayeskern._linalg import EPS, LOG_2PI, cho_solve, cholesky, loo_gaussian, psd_eigh, psd_tolerance, solve_lower
+from bayeskern._linalg import EPS, LOG_2PI, cho_solve, cholesky, loo_gaussian, psd_factor, psd_tolerance, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
     as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, offset_ratio,
@@ -81,15 +81,14 @@ class GPLikelihood(KernelLikelihood):
 def prior_samples(kernel: Kernel, X, n: int = 1, seed=None) -> np.ndarray:
     """n draws of f(X) ~ N(0, K(X, X)), as an (n, len(X)) array (the PRML figure 6.5 samples).
 
-    Drawn through the eigendecomposition K = UΛUᵀ, f = U√Λ z, which needs no jitter even when K is
-    singular; a kernel that is not positive semi-definite on X gets a ValueError.
+    Drawn through a factor K = F Fᵀ (`bayeskern._linalg.psd_factor`: pivoted Cholesky, else the eigendecomposition),
+    f = F z, which needs no jitter even when K is singular; a kernel that is not positive semi-definite on X gets a
+    ValueError.
     """
     X, seed = as_inputs(X, "X"), check_seed(seed)
     n = check_integer(n, "n", 1)
-    K = check_kernel(kernel).evaluate(X)
-    lam, U = psd_eigh(K, "the kernel on X")
-    z = np.random.default_rng(seed).standard_normal((n, K.shape[0]))
-    return (z * np.sqrt(lam)) @ U.T  # f = U √Λ z
+    F = psd_factor(check_kernel(kernel).evaluate(X), "the kernel on X")
+    return np.random.default_rng(seed).standard_normal((n, F.shape[1])) @ F.T  # f = F z
 
 
 @dataclass(frozen=True)

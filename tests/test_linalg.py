@@ -34,3 +34,42 @@ def test_predictive_draw_accepts_round_off_of_a_pinned_down_posterior():
     with pytest.raises(ValueError, match="not positive semi-definite"):
         psd_eigh(bad, "a matrix", scale=4.0)
 
+
+
+# -- factors for draws: the pivoted Cholesky, and the eigendecomposition where it cannot vouch for the matrix --------------
+def test_psd_factor_of_a_rank_deficient_matrix_is_its_pivoted_cholesky():
+    """A = B Bᵀ of rank 60 (121 × 121): F Fᵀ = A within the round-off bound the factor is accepted on, c·n·ε·max Aᵢᵢ,
+    with 60 columns — the pivoted Cholesky's rank (the eigendecomposition's U√Λ would have 121)."""
+    from bayeskern._linalg import psd_factor, psd_tolerance
+
+    B = np.random.default_rng(3).standard_normal((121, 60))
+    A = B @ B.T
+    F = psd_factor(A)
+    assert F.shape == (121, 60)
+    np.testing.assert_allclose(F @ F.T, A, rtol=0, atol=psd_tolerance(np.diag(A)))
+    full = np.cov(np.random.default_rng(4).standard_normal((8, 20)))  # full rank: 8 columns
+    np.testing.assert_allclose(psd_factor(full) @ psd_factor(full).T, full, rtol=0, atol=psd_tolerance(np.diag(full)))
+    assert psd_factor(np.zeros((3, 3))).shape == (3, 0)  # rank 0: every draw is the mean
+
+
+def test_psd_factor_hands_what_its_test_cannot_vouch_for_to_the_eigendecomposition():
+    """The all-ones matrix J (n = 50) has λmax = n but Jᵢᵢ = 1, so the factor's own bound c·n·ε·max Jᵢᵢ is n times
+    psd_eigh's c·n·ε·λmax. With an eigenvalue −(c·n·ε·λmax)/2 added along a direction ⊥ 1, the pivoted Cholesky's
+    residual (≥ that eigenvalue) fails its bound; psd_eigh counts it as round-off and clips it: F = U√Λ, whose F Fᵀ
+    is J (the clipped eigenvalue was the only change). Not PSD beyond round-off is refused as before."""
+    from bayeskern._linalg import psd_eigh, psd_factor, psd_tolerance
+
+    n = 50
+    J = np.ones((n, n))
+    u = np.zeros(n)
+    u[0], u[1] = 1 / np.sqrt(2), -1 / np.sqrt(2)  # ⊥ the ones vector
+    negative = psd_tolerance(np.ones(n), scale=float(n)) / 2
+    A = J - negative * np.outer(u, u)
+    F = psd_factor(A)
+    lam, U = psd_eigh(A)
+    np.testing.assert_array_equal(F, U * np.sqrt(lam))  # the eigendecomposition's factor, as it is
+    np.testing.assert_allclose(F @ F.T, J, rtol=0, atol=1e-12)  # the clipped eigenvalue is gone: J, to round-off of n
+    with pytest.raises(ValueError, match="not positive semi-definite"):
+        psd_factor(J - 1e-6 * n * np.outer(u, u), "a matrix")  # −5e-5: far beyond round-off
+    with pytest.raises(ValueError, match="NaN"):
+        psd_factor(np.where(np.eye(3) > 0, 1.0, np.nan), "a matrix")
