@@ -26,6 +26,7 @@ from pytensor.link.numba.linker import NumbaLinker
 from pytensor.scalar.basic import AND, GE, LE, Add, Clip, FixedLogicalComparison, Mul, upcast_out_no_complex
 from pytensor.tensor.basic import Alloc, AllocEmpty
 from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.math import Sum
 from pytensor.tensor.random.basic import HalfNormalRV, normal
 from pytensor.tensor.type_other import NoneTypeT
 
@@ -253,15 +254,39 @@ def _elemwise_into_one_array(fgraph, node):
     if nin is None or not (variadic or len(node.inputs) == op.nfunc_spec[1] == nin):  # (np.clip: its ufunc behind a function)
         return None
     dtype = node.outputs[0].type.dtype
-    if dtype not in ("float32", "float64") or any(v.type.dtype != dtype for v in node.inputs):
+    masks = isinstance(op.scalar_op, Mul)  # a product may hold 0/1 masks: bool × float computes in float, as reduce does
+    if dtype not in ("float32", "float64") or any(v.type.dtype != dtype and not (masks and v.type.dtype == "bool") for v in node.inputs):
         return None  # floats in, the same float out: numpy computes in that dtype (bool % bool, say, computes in int8)
     return [_IntoOneArray(op.scalar_op, op.inplace_pattern, op.name, op.nfunc_spec)(*node.inputs)]
+
+
+class _SumInPlace(Sum):
+    """A Sum whose numpy `perform` reduces its input where it lies. CAReduce's own `perform` first copies it
+    (`np.array(input, dtype=acc_dtype)` copies even in the same dtype): the 11-parameter additive kernel's objective sums
+    twelve arrays over the n(n + 1)/2 pairs an evaluation. The same `np.add.reduce` over a C-contiguous array of the
+    same bytes: bit for bit Sum's; any other input is left to Sum's `perform`."""
+
+    def perform(self, node, inputs, output_storage):
+        (x,) = inputs
+        acc_dtype, out_dtype = self.acc_dtype or node.outputs[0].type.dtype, node.outputs[0].type.dtype
+        if not (isinstance(x, np.ndarray) and x.dtype == acc_dtype and x.flags.c_contiguous):
+            return super().perform(node, inputs, output_storage)
+        output_storage[0][0] = np.asarray(self.ufunc.reduce(x, axis=self.axis, dtype=acc_dtype), dtype=out_dtype)
+
+
+@node_rewriter([Sum])
+def _sum_in_place(fgraph, node):
+    """`_SumInPlace` for a Sum."""
+    op = node.op
+    if type(op) is not Sum:
+        return None
+    return [_SumInPlace(axis=op.axis, dtype=op.dtype, acc_dtype=op.acc_dtype)(*node.inputs)]
 
 
 #: PyTensor's Python linker with FAST_RUN's rewrites except elemwise fusion (a fused loop would run element by
 #: element in Python; PyTensor 3.3.8 added a second fusion for Numba, `fuse_indexed_into_elemwise`, whose
 #: FusedElemwise ops made a numpy-mode fit at n = 500 run 20–40× slower), plus `_clip_by_ufuncs`, `_clip_mask_as_isfinite`,
-#: `_inline_op_from_graph`, `_halfnormal_from_numpy` and `_elemwise_into_one_array`: every Op runs its numpy/SciPy
+#: `_inline_op_from_graph`, `_halfnormal_from_numpy`, `_elemwise_into_one_array` and `_sum_in_place`: every Op runs its numpy/SciPy
 #: `perform`, so compiling costs the rewrites alone (~0.3 s) where Numba needs seconds per new graph — for graphs
 #: evaluated too few times, or on arrays too small, for Numba's compilation to pay for itself. Also without
 #: `local_mul_exp_to_exp_add`: it folds a·exp(−r²/2), a = e^z, into exp(z − r²/2), a second exp over every pair
@@ -277,7 +302,7 @@ NUMPY = Mode(
     ).register(
         (in2out(_clip_by_ufuncs, _clip_mask_as_isfinite), 49.5), (in2out(_inline_op_from_graph), 0.5),
         (in2out(_halfnormal_from_numpy), 0.6),
-        (in2out(_elemwise_into_one_array), 99.0),
+        (in2out(_elemwise_into_one_array, _sum_in_place), 99.0),
     ),
 )
 

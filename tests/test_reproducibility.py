@@ -258,6 +258,32 @@ def test_the_numpy_mode_writes_each_elementwise_result_into_one_array_with_the_s
         np.testing.assert_array_equal(got, want)
 
 
+def test_the_numpy_mode_sums_in_place_and_folds_masked_products_into_one_array_with_the_same_numbers():
+    """Two more of the NUMPY mode's numpy paths, bit for bit PyTensor's own Elemwise and Sum on the Python linker: a
+    product with a 0/1 mask among its operands (bool × float computes in float, as Elemwise's left fold does) goes into
+    one array (`_IntoOneArray`), and a Sum reduces its input where it lies instead of a copy (`_SumInPlace`), for a
+    C-contiguous input; a strided slice and a Fortran-ordered matrix go through Sum's own `perform`."""
+    from pytensor.compile.mode import Mode, get_mode
+
+    from bayeskern._compile import NUMPY, ONE_ARRAY_MIN_SIZE, _IntoOneArray, _SumInPlace
+
+    x, y, A = pt.vector("x"), pt.vector("y"), pt.matrix("A")
+    masked = (x > 0) * x * y * pt.sin(y)  # a bool operand in a four-operand Mul
+    outputs = [pt.sum(masked), pt.sum(x[::3] * y[::3]), pt.sum(pt.exp(A), axis=0), pt.sum(A * 0.5), *pt.grad(pt.sum(masked), [x, y])]
+    plain = Mode(linker="py", optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion", "fuse_indexed_into_elemwise"))
+    with numpy_mode():
+        ours, theirs = (pytensor.function([x, y, A], outputs, mode=m) for m in (NUMPY, plain))
+    nodes = ours.maker.fgraph.apply_nodes
+    assert any(isinstance(n.op, _IntoOneArray) and any(v.type.dtype == "bool" for v in n.inputs) for n in nodes)
+    assert sum(isinstance(n.op, _SumInPlace) for n in nodes) >= 3
+    assert not [n for n in theirs.maker.fgraph.apply_nodes if isinstance(n.op, _SumInPlace)]
+    rng = np.random.default_rng(1)
+    xv, yv = rng.standard_normal(ONE_ARRAY_MIN_SIZE + 1), rng.standard_normal(ONE_ARRAY_MIN_SIZE + 1)
+    Av = np.asfortranarray(rng.standard_normal((300, 400)))
+    for got, want in zip(ours(xv, yv, Av), theirs(xv, yv, Av), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_inside_reused_arrays_a_result_is_written_into_an_array_only_once_nothing_holds_it():
     """`reused_arrays`: the numpy mode's large elementwise results go into arrays kept from earlier calls that nothing
     else holds any more: the same numbers, bit for bit; a result a caller still holds is never written over; the arrays
