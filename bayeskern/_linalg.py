@@ -10,7 +10,7 @@ import scipy.linalg.lapack
 
 __all__ = [
     "EPS", "JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "RCOND_PROOF_MARGIN", "announce_jitter", "cho_solve", "cholesky",
-    "escalate_jitter", "exact_cholesky", "jitter_scale", "loo_gaussian", "psd_eigh", "psd_factor", "psd_tolerance", "solve_lower",
+    "escalate_jitter", "exact_cholesky", "jitter_scale", "loo_gaussian", "minus_gram", "psd_eigh", "psd_factor", "psd_tolerance", "solve_lower",
 ]
 
 LOG_2PI = float(np.log(2 * np.pi))
@@ -98,6 +98,16 @@ def exact_cholesky(A: np.ndarray, jitter: float = 0.0) -> np.ndarray | None:
 def solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     """L⁻¹ B for lower-triangular L."""
     return scipy.linalg.solve_triangular(L, B, lower=True, check_finite=False)
+
+
+def minus_gram(C: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """C − VᵀV for a symmetric C, exactly symmetric: one BLAS syrk on the lower triangle (half gemm's products), mirrored.
+
+    By SciPy's BLAS, as the solves that make V: numpy's `@` would run on numpy's own OpenBLAS, whose threads, left
+    spinning on 2 cores, slow SciPy's next calls (`psd_factor`).
+    """
+    lower = scipy.linalg.blas.dsyrk(-1.0, V, beta=1.0, c=C, trans=1, lower=1)  # lower triangle of C − VᵀV
+    return np.tril(lower) + np.tril(lower, -1).T
 
 
 def cho_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ import scipy.linalg
 
 from bayeskern._compile import untraced
 from bayeskern._gaussian_logp import gaussian_logp
-from bayeskern._linalg import EPS, LOG_2PI, cho_solve, cholesky, loo_gaussian, psd_factor, psd_tolerance, solve_lower
+from bayeskern._linalg import EPS, LOG_2PI, cho_solve, cholesky, loo_gaussian, minus_gram, psd_factor, psd_tolerance, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
     as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, offset_ratio,
@@ -221,7 +221,7 @@ class ExactGP(Conditioned):
         V = solve_lower(self.chol, Ks)  # V = L⁻¹k, so kᵀC⁻¹k = VᵀV
         if not full_cov:  # k(x*, x*) − kᵀ C⁻¹ k, the diagonal only
             return mean, np.clip(self.kernel._values(Xnew, diag=True) - np.sum(V**2, axis=0), 0.0, None), None
-        cov = self.kernel._values(Xnew) - V.T @ V  # K** − kᵀ C⁻¹ k   (PRML 6.67, c without β⁻¹)
+        cov = minus_gram(self.kernel._values(Xnew), V)  # K** − kᵀ C⁻¹ k = K** − VᵀV   (PRML 6.67, c without β⁻¹)
         return mean, np.clip(np.diag(cov), 0.0, None), cov  # round-off can make a tiny variance negative; predict writes it back
 
     def _loo(self):

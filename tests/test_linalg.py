@@ -73,3 +73,19 @@ def test_psd_factor_hands_what_its_test_cannot_vouch_for_to_the_eigendecompositi
         psd_factor(J - 1e-6 * n * np.outer(u, u), "a matrix")  # −5e-5: far beyond round-off
     with pytest.raises(ValueError, match="NaN"):
         psd_factor(np.where(np.eye(3) > 0, 1.0, np.nan), "a matrix")
+
+
+def test_minus_gram_is_c_minus_vtv_and_exactly_symmetric():
+    """C − VᵀV by one syrk: numpy's C − V.T @ V to round-off (each entry a sum of 40 products, |entries| ≤ ~60: 1e-12
+    absolute is ~50 ε·60·√40 of slack), and exactly symmetric, so a predictive covariance is too."""
+    from bayeskern._linalg import minus_gram
+
+    rng = np.random.default_rng(5)
+    V, B = rng.standard_normal((40, 30)), rng.standard_normal((30, 30))
+    C = B @ B.T
+    got = minus_gram(C, V)
+    np.testing.assert_allclose(got, C - V.T @ V, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(got, got.T)
+    X8, Xn = np.linspace(0, 1, 8)[:, None], np.linspace(-0.2, 1.2, 13)[:, None]
+    cov = bk.gp.condition(K.RBF(3.0), X8, np.sin(4 * X8[:, 0]), sigma=0.1).predict(Xn, full_cov=True).cov
+    np.testing.assert_array_equal(cov, cov.T)
