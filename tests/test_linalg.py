@@ -89,3 +89,25 @@ def test_minus_gram_is_c_minus_vtv_and_exactly_symmetric():
     X8, Xn = np.linspace(0, 1, 8)[:, None], np.linspace(-0.2, 1.2, 13)[:, None]
     cov = bk.gp.condition(K.RBF(3.0), X8, np.sin(4 * X8[:, 0]), sigma=0.1).predict(Xn, full_cov=True).cov
     np.testing.assert_array_equal(cov, cov.T)
+
+
+def test_the_draw_loop_puts_numpys_own_blas_on_one_thread_and_leaves_scipys():
+    """`draw_quantities` runs its loop with numpy's own OpenBLAS (its wheel's, apart from SciPy's) on one thread and
+    SciPy's as it was, and restores numpy's after; with numpy sharing SciPy's BLAS nothing would be selected."""
+    import scipy.linalg  # noqa: F401 — SciPy's BLAS loaded, as in a fit
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from bayeskern.fit.predictive import _numpy_blas_on_one_thread
+
+    def threads():
+        return {("numpy" if "numpy" in lib["filepath"] else "scipy" if "scipy.libs" in lib["filepath"] else lib["filepath"]): lib["num_threads"]
+                for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    with threadpool_limits(limits=2, user_api="blas"):  # (the suite gives each xdist worker one BLAS thread)
+        before = threads()
+        if before.get("numpy", 1) < 2 or before.get("scipy", 1) < 2:
+            pytest.skip("numpy and SciPy share one BLAS here, or it runs on one thread: no pool of numpy's own to limit")
+        with _numpy_blas_on_one_thread():
+            inside = threads()
+        assert inside["numpy"] == 1 and inside["scipy"] == before["scipy"] == 2
+        assert threads() == before
