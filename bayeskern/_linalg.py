@@ -158,14 +158,19 @@ def psd_eigh(A: np.ndarray, name: str = "matrix", scale: float | None = None) ->
 def psd_factor(A: np.ndarray, name: str = "matrix", scale: float | None = None) -> np.ndarray:
     """F (n × r) with F Fᵀ = A up to round-off, for a PSD matrix A of rank r: a draw from N(0, A) is F z, z ~ N(0, I_r).
 
-    LAPACK's pivoted Cholesky (pstrf), stopped where every remaining pivot is below tol = c·n·ε·s / n, is kept when
+    LAPACK's pivoted Cholesky (pstrf), stopped once the largest remaining pivot is below tol = c·n·ε·s / n (the first
+    pivot is tested against 0 only), is kept when
     ‖A − F Fᵀ‖_F ≤ c·n·ε·s: then no eigenvalue of A is below −c·n·ε·s (‖R‖₂ ≤ ‖R‖_F), psd_eigh's own test, with s = max
     Aᵢᵢ ≤ max λ (or `scale`). Otherwise F = U√Λ from `psd_eigh`, which clips round-off negatives or refuses a matrix that
     is not PSD. No jitter either way; the Cholesky route is ~15 times cheaper than the eigendecomposition at n = 121.
     """
     A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"{name} must be a square matrix, got shape {A.shape}")
     if A.size == 0:
-        return np.zeros((len(A), 0))
+        return np.zeros((0, 0))
+    if not np.all(np.isfinite(A)):  # (pstrf and syrk read one triangle only)
+        return psd_eigh(A, name, scale)  # its ValueError
     diagonal = np.abs(np.diag(A))
     floor = psd_tolerance(diagonal, max(float(np.max(diagonal)), 0.0 if scale is None else abs(float(scale)), 1e-300))
     L, pivots, rank, info = scipy.linalg.lapack.dpstrf(A, lower=1, tol=floor / len(A))
@@ -174,8 +179,10 @@ def psd_factor(A: np.ndarray, name: str = "matrix", scale: float | None = None) 
         F[pivots - 1] = np.tril(L)[:, :rank]  # A[p][:, p] = L Lᵀ (pstrf's permutation p), so A = F Fᵀ with F[p] = L
         # R = A − F Fᵀ by SciPy's BLAS, not numpy's `@`: the two wheels carry an OpenBLAS each, and on 2 cores the threads
         # one leaves spinning slow the other's next call (pstrf, `@`, potri in turn: 13 ms against 0.2 ms at n = 121)
-        if _frobenius_of_symmetric(scipy.linalg.blas.dsyrk(-1.0, F, beta=1.0, c=A, lower=1)) <= floor:
-            return F  # (a NaN in A fails the test too)
+        with np.errstate(all="ignore"):  # R/floor: no under- or overflow in the squares for a tiny or huge A
+            small = _frobenius_of_symmetric(scipy.linalg.blas.dsyrk(-1.0, F, beta=1.0, c=A, lower=1) / floor) <= 1.0
+        if small:
+            return F
     lam, U = psd_eigh(A, name, scale)
     return U * np.sqrt(lam)  # A = UΛUᵀ = (U√Λ)(U√Λ)ᵀ
 

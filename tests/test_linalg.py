@@ -73,11 +73,19 @@ def test_psd_factor_hands_what_its_test_cannot_vouch_for_to_the_eigendecompositi
         psd_factor(J - 1e-6 * n * np.outer(u, u), "a matrix")  # −5e-5: far beyond round-off
     with pytest.raises(ValueError, match="NaN"):
         psd_factor(np.where(np.eye(3) > 0, 1.0, np.nan), "a matrix")
+    upper_nan = np.eye(4)
+    upper_nan[0, 3] = np.nan  # in the triangle pstrf does not read
+    with pytest.raises(ValueError, match="NaN"):
+        psd_factor(upper_nan, "a matrix")
+    with pytest.raises(ValueError, match="not positive semi-definite"):
+        psd_factor(np.diag([1e-170, -1e-170]), "a matrix")  # tiny: squares of the residual would underflow to 0
+    with pytest.raises(ValueError, match="square"):
+        psd_factor(np.ones((3, 2)), "a matrix")
 
 
 def test_minus_gram_is_c_minus_vtv_and_exactly_symmetric():
     """C − VᵀV by one syrk: numpy's C − V.T @ V to round-off (each entry a sum of 40 products, |entries| ≤ ~60: 1e-12
-    absolute is ~50 ε·60·√40 of slack), and exactly symmetric, so a predictive covariance is too."""
+    absolute is ~12 × ε·60·√40 of slack), and exactly symmetric, so a predictive covariance is too."""
     from bayeskern._linalg import minus_gram
 
     rng = np.random.default_rng(5)
@@ -93,7 +101,8 @@ def test_minus_gram_is_c_minus_vtv_and_exactly_symmetric():
 
 def test_the_draw_loop_puts_numpys_own_blas_on_one_thread_and_leaves_scipys():
     """`draw_quantities` runs its loop with numpy's own OpenBLAS (its wheel's, apart from SciPy's) on one thread and
-    SciPy's as it was, and restores numpy's after; with numpy sharing SciPy's BLAS nothing would be selected."""
+    SciPy's as it was, and restores numpy's after the last of overlapping loops; with numpy sharing SciPy's BLAS nothing
+    would be selected."""
     import scipy.linalg  # noqa: F401 — SciPy's BLAS loaded, as in a fit
     from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -111,3 +120,10 @@ def test_the_draw_loop_puts_numpys_own_blas_on_one_thread_and_leaves_scipys():
             inside = threads()
         assert inside["numpy"] == 1 and inside["scipy"] == before["scipy"] == 2
         assert threads() == before
+        a, b = _numpy_blas_on_one_thread(), _numpy_blas_on_one_thread()  # two loops overlapping, as in two threads
+        a.__enter__()
+        b.__enter__()
+        a.__exit__(None, None, None)
+        assert threads()["numpy"] == 1  # b still runs
+        b.__exit__(None, None, None)
+        assert threads() == before  # restored once the last closed, not left at one thread

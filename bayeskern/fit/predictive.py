@@ -1,6 +1,5 @@
 """Per-draw quantities of a marginal Gaussian model: exact LOO densities and the posterior predictive mixed over draws."""
 
-import contextlib
 import os
 import warnings
 
@@ -8,6 +7,7 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import ThreadpoolController
 
+from bayeskern._compile import _SharedScope
 from bayeskern._validation import check_probability
 from bayeskern.fit._plug_in import PlugIn
 
@@ -51,19 +51,30 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
     return log_likelihood, predictive, max_jitter
 
 
-def _numpy_blas_on_one_thread():
-    """numpy's own BLAS limited to one thread while this block runs; SciPy's, which factorises, keeps its threads.
+class _NumpyBlasOnOneThread(_SharedScope):
+    """numpy's own BLAS limited to one thread while a block runs; SciPy's, which factorises, keeps its threads.
 
     numpy's wheel carries an OpenBLAS apart from SciPy's. Each leaves its threads spinning for a while after a call, so
     a loop that alternates them (a kernel's dot products in numpy, then SciPy's Cholesky) has each pool's threads
     competing with the other's for the cores: one draw of the diabetes model (n = 442) 39 ms against 16 ms with
-    numpy's on one thread, on 2 cores. A numpy that shares SciPy's BLAS (conda) is left as it is.
+    numpy's on one thread, on 2 cores. A numpy that shares SciPy's BLAS (conda) is left as it is. The limit is the
+    process's (OpenBLAS has one count): blocks open in several threads set it once and restore it when the last closes.
     """
-    numpy_dir = os.path.dirname(np.__file__)
-    controller = ThreadpoolController()
-    own = [lib.filepath for lib in controller.lib_controllers
-           if lib.user_api == "blas" and lib.filepath and lib.filepath.startswith((numpy_dir + os.sep, numpy_dir + ".libs" + os.sep))]
-    return controller.select(filepath=own).limit(limits=1) if own else contextlib.nullcontext()
+
+    def _first_opened(self) -> None:
+        numpy_dir = os.path.dirname(np.__file__)
+        controller = ThreadpoolController()
+        own = [lib.filepath for lib in controller.lib_controllers
+               if lib.user_api == "blas" and lib.filepath and lib.filepath.startswith((numpy_dir + os.sep, numpy_dir + ".libs" + os.sep))]
+        self.limiter = controller.select(filepath=own).limit(limits=1) if own else None
+
+    def _last_closed(self) -> None:
+        if self.limiter is not None:
+            self.limiter.restore_original_limits()
+        self.limiter = None
+
+
+_numpy_blas_on_one_thread = _NumpyBlasOnOneThread()
 
 
 def _as_datasets(posterior, obs_name, obs_dim, obs_coords, kept, Xnew, log_lik, loo_draws, at_xnew):
