@@ -101,11 +101,12 @@ def solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 
 def minus_gram(C: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """C − VᵀV for a symmetric C, exactly symmetric: one BLAS syrk on the lower triangle (half gemm's products), mirrored.
-
-    By SciPy's BLAS, as the solves that make V: numpy's `@` would run on numpy's own OpenBLAS, whose threads, left
-    spinning on 2 cores, slow SciPy's next calls (`psd_factor`).
+    """C − VᵀV for a symmetric C (read from its lower triangle), exactly symmetric: one BLAS syrk on the lower triangle
+    (half gemm's products), mirrored. By SciPy's BLAS, as the factorisations and solves around it: numpy's `@` runs on
+    numpy's own OpenBLAS pool, whose threads compete with SciPy's (`bayeskern.fit.predictive._NumpyBlasOnOneThread`).
     """
+    if len(V) == 0:  # (BLAS refuses a leading dimension of 0)
+        return np.tril(C) + np.tril(C, -1).T
     lower = scipy.linalg.blas.dsyrk(-1.0, V, beta=1.0, c=C, trans=1, lower=1)  # lower triangle of C − VᵀV
     return np.tril(lower) + np.tril(lower, -1).T
 
@@ -177,17 +178,9 @@ def psd_factor(A: np.ndarray, name: str = "matrix", scale: float | None = None) 
     if info >= 0 and np.isfinite(floor):
         F = np.empty((len(A), rank))
         F[pivots - 1] = np.tril(L)[:, :rank]  # A[p][:, p] = L Lᵀ (pstrf's permutation p), so A = F Fᵀ with F[p] = L
-        # R = A − F Fᵀ by SciPy's BLAS, not numpy's `@`: the two wheels carry an OpenBLAS each, and on 2 cores the threads
-        # one leaves spinning slow the other's next call (pstrf, `@`, potri in turn: 13 ms against 0.2 ms at n = 121)
         with np.errstate(all="ignore"):  # R/floor: no under- or overflow in the squares for a tiny or huge A
-            small = _frobenius_of_symmetric(scipy.linalg.blas.dsyrk(-1.0, F, beta=1.0, c=A, lower=1) / floor) <= 1.0
+            small = np.linalg.norm(minus_gram(A, F.T) / floor) <= 1.0  # ‖R‖_F ≤ floor, R = A − F Fᵀ
         if small:
             return F
     lam, U = psd_eigh(A, name, scale)
     return U * np.sqrt(lam)  # A = UΛUᵀ = (U√Λ)(U√Λ)ᵀ
-
-
-def _frobenius_of_symmetric(R: np.ndarray) -> float:
-    """‖R‖_F of a symmetric R from its lower triangle: ‖R‖_F² = 2‖tril R‖_F² − ‖diag R‖²."""
-    lower = np.tril(R)
-    return float(np.sqrt(max(2.0 * np.sum(lower**2) - np.sum(np.diag(R) ** 2), 0.0)))
