@@ -179,7 +179,8 @@ def psd_factor(A: np.ndarray, name: str = "matrix", scale: float | None = None) 
         F = np.empty((len(A), rank))
         F[pivots - 1] = np.tril(L)[:, :rank]  # A[p][:, p] = L Lᵀ (pstrf's permutation p), so A = F Fᵀ with F[p] = L
         with np.errstate(all="ignore"):  # R/floor: no under- or overflow in the squares for a tiny or huge A
-            small = np.linalg.norm(minus_gram(A, F.T) / floor) <= 1.0  # ‖R‖_F ≤ floor, R = A − F Fᵀ
+            scaled = minus_gram(A, F.T) / floor  # R/floor, R = A − F Fᵀ
+            small = np.sum(scaled * scaled) <= 1.0  # ‖R‖_F ≤ floor (np.sum, not np.linalg.norm: its dot is numpy's BLAS)
         if small:
             return F
     lam, U = psd_eigh(A, name, scale)
