@@ -32,7 +32,7 @@ from pytensor.tensor.type_other import NoneTypeT
 
 from bayeskern import _graph_cache
 
-__all__ = ["NUMBA_NOGIL", "NUMPY", "compiled", "compiled_graph", "data_stand_ins", "exact_arithmetic", "linked", "numpy_function", "numpy_mode",
+__all__ = ["NUMBA_NOGIL", "NUMPY", "compiled", "compiled_graph", "data_stand_ins", "draw", "exact_arithmetic", "linked", "numpy_function", "numpy_mode",
            "on_data_inputs", "same_structure", "split_off_data", "untraced"]
 
 
@@ -376,6 +376,15 @@ exact_arithmetic = _SharedFlags(numba__fastmath=False)
 #: and no Op compiles C code (cxx ""): each runs its `perform`. A function compiled meanwhile in
 #: another thread runs in numpy too (slower on large arrays, the same numbers up to round-off).
 numpy_mode = _SharedFlags(mode=NUMPY, cxx="")
+
+
+def draw(variables, draws: int = 1, random_seed=None):
+    """`pm.draw` in `NUMPY`: each RandomVariable runs its numpy `perform`. PyMC's default mode compiles every such function
+    with Numba, 1.9–2.5 s on an empty compile directory (measured 2026-11-27: 2000 draws of an InverseGamma prior 1.9 s
+    against 0.02 s here); the draws are the same up to round-off in the last bit (gamma-family samplers)."""
+    import pymc as pm  # (this module otherwise needs PyTensor alone)
+
+    return pm.draw(variables, draws=draws, random_seed=random_seed, mode=NUMPY)
 
 #: Graphs built inside this block (in any thread) carry no record of the Python stack that created each variable:
 #: PyTensor's `tag.trace`, up to `traceback__limit` = 8 frames read with their source lines for every variable and

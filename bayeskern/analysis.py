@@ -11,7 +11,7 @@ import pymc as pm
 import xarray as xr
 
 from bayeskern import blr, checks, cv, gp
-from bayeskern._compile import exact_arithmetic
+from bayeskern._compile import draw
 from bayeskern.datasets import Data
 from bayeskern.fit import compare_eb_mcmc, diagnose, empirical_bayes, mcmc, predictive_bands
 from bayeskern.checks.approximation import AUDIT_POINTS, subsample_rows
@@ -217,8 +217,7 @@ def _prior_draws(model, plug_in: PlugIn, point: dict, Xgrid, n_functions: int, s
     if n_functions == 0:
         return []
     rvs = list(model.free_RVs)
-    with exact_arithmetic():  # the same draws whatever the compile cache holds
-        draws = pm.draw(rvs, draws=5, random_seed=seed)
+    draws = draw(rvs, draws=5, random_seed=seed)
     settings = [point] + [{rv.name: np.asarray(d[j]) for rv, d in zip(rvs, draws, strict=True)} for j in range(5)]
     out = []
     for k, params in enumerate(settings):

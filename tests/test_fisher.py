@@ -1,5 +1,7 @@
 """The Fisher kernel on the seeds' normal example (μ = 2, σ = 1.5): scores, the three Fisher informations, kernel values."""
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytest
@@ -102,6 +104,16 @@ def test_fisher_kernel_of_a_poisson_model():
     k = K.FisherKernel(model, {"rate": lam}, information=[[1 / lam]])
     np.testing.assert_allclose(k.evaluate(x), np.outer(x - lam, x - lam) / lam, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(GenerativeModel(model, {"rate": lam}).information("observed"), [[data.mean() / lam**2]], rtol=1e-12)
+
+
+def test_the_fisher_kernel_warns_of_nothing():
+    """No warning for a well-posed kernel: PyTensor 3.3 deprecates calling a RandomVariable Op (its next rng hidden)
+    with a DeprecationWarning in every call, which the graphs of one observation and of the forward draws avoid."""
+    model, _ = _normal_model(50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        k = K.FisherKernel(model, POINT, information="expected", draws=1000, seed=0)
+        k.evaluate(np.array([1.0, 2.0]))
 
 
 def test_fisher_kernel_names_bad_arguments():

@@ -18,6 +18,7 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.gp.hsgp_approx import approx_hsgp_hyperparams, calc_eigenvalues
 
+from bayeskern._compile import draw
 from bayeskern._linalg import TINY
 from bayeskern._parameterised import bind_given
 from bayeskern._validation import as_inputs, as_targets, check_kernel, check_name, check_number, check_sigma, is_symbolic
@@ -183,7 +184,7 @@ def _lengthscale_range(kernel: Kernel) -> tuple[float, float, str]:
     for node in _stationary_parts(kernel):
         ell = node.hyperparameters["lengthscale"]
         if is_symbolic(ell):
-            lo, hi = np.quantile(pm.draw(ell, draws=PRIOR_DRAWS, random_seed=0), PRIOR_QUANTILES)
+            lo, hi = np.quantile(draw(ell, draws=PRIOR_DRAWS, random_seed=0), PRIOR_QUANTILES)
         else:
             lo, hi = np.min(ell), np.max(ell)
         low.append(lo), high.append(hi), rules.append(_RULES[type(node)])

@@ -8,7 +8,7 @@ from pytensor.graph.traversal import ancestors
 from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.tensor.random.op import RandomVariable
 
-from bayeskern._compile import compiled
+from bayeskern._compile import NUMPY, compiled, draw
 from bayeskern._validation import as_array, as_inputs, check_integer, check_prior_cov, check_seed
 from bayeskern.kernels.base import Kernel
 
@@ -69,17 +69,23 @@ class GenerativeModel:
         self._theta = pt.vector("theta", dtype="float64", shape=(self.theta.size,))
         given = {rv: pt.as_tensor_variable(self._theta[sl].reshape(shape)).astype(rv.dtype) for rv, sl, shape in self.slots}
         params_one = graph_replace(self._params, given, strict=False)
-        self._one = self._op(*params_one, rng=pt.random.shared_rng(seed=0))
+        self._one = self._draw(params_one)
         self._params_at_point = graph_replace(params_one, {self._theta: pt.as_tensor_variable(self.theta)})
-        self._at_point = self._op(*self._params_at_point, rng=pt.random.shared_rng(seed=0))
-        self.obs_shape = tuple(np.shape(pm.draw(self._at_point, random_seed=0)))  # the shape of one observation
+        self._at_point = self._draw(self._params_at_point)
+        self.obs_shape = tuple(np.shape(draw(self._at_point, random_seed=0)))  # the shape of one observation
         self.d = int(np.prod(self.obs_shape, dtype=int))
         self._x = pt.tensor("x", dtype="float64", shape=self.obs_shape)
         self._logp_one = pt.sum(pm.logp(self._one, self._x))  # log p(x|θ), a scalar
         data = model.rvs_to_values[obs]
-        self.data = np.asarray(data.get_value() if hasattr(data, "get_value") else data.eval(), dtype=np.float64).reshape(-1, self.d)
+        data = data.get_value() if hasattr(data, "get_value") else data.eval(mode=NUMPY)  # (no Numba compile of the data)
+        self.data = np.asarray(data, dtype=np.float64).reshape(-1, self.d)
 
     # -- the graphs --------------------------------------------------------------------------------
+    def _draw(self, params, size=None):
+        """The observed variable's distribution at `params` as a graph: its node made directly (calling the Op hides the
+        next-rng output, which PyTensor 3.3 deprecates with a warning in every call)."""
+        return self._op.make_node(pt.random.shared_rng(seed=0), size, *params).default_output()
+
     def log_likelihood_rows(self, X, theta):
         """log p(xᵢ|θ) for each row of X (n,), with θ (P,) shared or (n, P) one per row (vectorize_graph)."""
         value = X.reshape((X.shape[0],) + self.obs_shape)
@@ -119,7 +125,7 @@ class GenerativeModel:
         """The Fisher information F (P, P) at θ = point.
 
         `kind`: "expected" — E_{x~p(x|θ)}[g gᵀ] by Monte Carlo over `draws` forward draws from p(x|θ)
-        (`pm.draw`, `seed`), error O(1/√draws); "empirical" — (1/n) Σᵢ g(xᵢ)g(xᵢ)ᵀ over the data;
+        (`pm.draw` in numpy, `seed`), error O(1/√draws); "empirical" — (1/n) Σᵢ g(xᵢ)g(xᵢ)ᵀ over the data;
         "observed" — −(1/n) ∇²_θ Σᵢ log p(xᵢ|θ), PyTensor's Hessian, on the data. `data`: the rows xᵢ
         (default: the model's observed data).
         """
@@ -128,8 +134,8 @@ class GenerativeModel:
         if kind == "expected":
             draws, seed = check_integer(draws, "draws", 2), check_seed(seed)
             batch = self.obs_shape[: len(self.obs_shape) - self._op.ndim_supp]
-            many = self._op(*self._params_at_point, size=(draws, *batch), rng=pt.random.shared_rng(seed=0))  # draws × one observation, in one call
-            X = np.asarray(pm.draw(many, random_seed=seed), dtype=np.float64)
+            many = self._draw(self._params_at_point, size=(draws, *batch))  # draws × one observation, in one call
+            X = np.asarray(draw(many, random_seed=seed), dtype=np.float64)
             G = self.scores(X.reshape(draws, self.d))
             return G.T @ G / draws  # F = E[g gᵀ]
         X = self.data if data is None else self._rows(data, "data")
