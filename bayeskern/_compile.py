@@ -27,7 +27,7 @@ from pytensor.scalar.basic import AND, GE, LE, Add, Clip, FixedLogicalComparison
 from pytensor.tensor.basic import Alloc, AllocEmpty
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.math import Sum
-from pytensor.tensor.random.basic import HalfNormalRV, normal
+from pytensor.tensor.random.basic import BernoulliRV, CauchyRV, GumbelRV, HalfNormalRV, normal
 from pytensor.tensor.type_other import NoneTypeT
 
 from bayeskern import _graph_cache
@@ -108,6 +108,47 @@ def _halfnormal_from_numpy(fgraph, node):
     next_rng, z = normal(0.0, 1.0, size=shape, rng=rng, dtype="float64", return_next_rng=True)
     draw = pt.cast(loc, "float64") + pt.cast(scale, "float64") * pt.abs(z)
     return [next_rng, draw.astype(node.outputs[1].dtype)]
+
+
+def _draw_shape(size, *params) -> tuple:
+    """The shape of a draw: `size`, else the parameters' broadcast shape (RandomVariable's rule without batch dims)."""
+    return tuple(size) if size is not None else np.broadcast_shapes(*(np.shape(p) for p in params))
+
+
+class _CauchyAsNumba(CauchyRV):
+    """μ + σ·standard_cauchy from numpy's Generator, as PyTensor's Numba backend draws (its `scipy.stats.cauchy.rvs`
+    draws other numbers from the same generator, and imports scipy.stats)."""
+
+    @classmethod
+    def rng_fn(cls, rng, loc, scale, size):
+        return loc + scale * rng.standard_cauchy(_draw_shape(size, loc, scale))
+
+
+class _BernoulliAsNumba(BernoulliRV):
+    """0 where p < a uniform draw, else 1, as PyTensor's Numba backend draws (SciPy's `bernoulli.rvs`: other numbers)."""
+
+    @classmethod
+    def rng_fn(cls, rng, p, size):
+        return np.where(p < rng.random(_draw_shape(size, p)), 0, 1)
+
+
+class _GumbelAsNumba(GumbelRV):
+    """numpy's Gumbel, μ − σ·log(−log(1 − U)), as PyTensor's Numba backend draws (SciPy's `gumbel_r.rvs`: other numbers)."""
+
+    @classmethod
+    def rng_fn(cls, rng, loc, scale, size):
+        return rng.gumbel(loc, scale, _draw_shape(size, loc, scale))
+
+
+_AS_NUMBA = {CauchyRV: _CauchyAsNumba, BernoulliRV: _BernoulliAsNumba, GumbelRV: _GumbelAsNumba}
+
+
+@node_rewriter(list(_AS_NUMBA))
+def _draws_as_numba(fgraph, node):
+    """A Cauchy (and so PyMC's HalfCauchy, its |·|), Bernoulli or Gumbel draw as the Numba backend makes it: `pm.draw`
+    in either mode gives the same numbers for a seed, up to Numba's fastmath round-off (`_compile.draw`)."""
+    new = _AS_NUMBA.get(type(node.op))
+    return None if new is None else new(**node.op._props_dict()).make_node(*node.inputs).outputs
 
 
 @node_rewriter([OpFromGraph])
@@ -286,7 +327,7 @@ def _sum_in_place(fgraph, node):
 #: PyTensor's Python linker with FAST_RUN's rewrites except elemwise fusion (a fused loop would run element by
 #: element in Python; PyTensor 3.3.8 added a second fusion for Numba, `fuse_indexed_into_elemwise`, whose
 #: FusedElemwise ops made a numpy-mode fit at n = 500 run 20–40× slower), plus `_clip_by_ufuncs`, `_clip_mask_as_isfinite`,
-#: `_inline_op_from_graph`, `_halfnormal_from_numpy`, `_elemwise_into_one_array` and `_sum_in_place`: every Op runs its numpy/SciPy
+#: `_inline_op_from_graph`, `_halfnormal_from_numpy`, `_draws_as_numba`, `_elemwise_into_one_array` and `_sum_in_place`: every Op runs its numpy/SciPy
 #: `perform`, so compiling costs the rewrites alone (~0.3 s) where Numba needs seconds per new graph — for graphs
 #: evaluated too few times, or on arrays too small, for Numba's compilation to pay for itself. Also without
 #: `local_mul_exp_to_exp_add`: it folds a·exp(−r²/2), a = e^z, into exp(z − r²/2), a second exp over every pair
@@ -301,7 +342,7 @@ NUMPY = Mode(
         "fusion", "fuse_indexed_into_elemwise", "local_mul_exp_to_exp_add", "introduce_explicit_core_shape_rv"
     ).register(
         (in2out(_clip_by_ufuncs, _clip_mask_as_isfinite), 49.5), (in2out(_inline_op_from_graph), 0.5),
-        (in2out(_halfnormal_from_numpy), 0.6),
+        (in2out(_halfnormal_from_numpy, _draws_as_numba), 0.6),
         (in2out(_elemwise_into_one_array, _sum_in_place), 99.0),
     ),
 )
@@ -380,8 +421,9 @@ numpy_mode = _SharedFlags(mode=NUMPY, cxx="")
 
 def draw(variables, draws: int = 1, random_seed=None):
     """`pm.draw` in `NUMPY`: each RandomVariable runs its numpy `perform`. PyMC's default mode compiles every such function
-    with Numba, 1.9–2.5 s on an empty compile directory (measured 2026-11-27: 2000 draws of an InverseGamma prior 1.9 s
-    against 0.02 s here); the draws are the same up to round-off in the last bit (gamma-family samplers)."""
+    with Numba, 1.8–2.5 s on an empty compile directory (measured 2026-11-27: 2000 draws of an InverseGamma prior 1.9 s
+    against 0.02 s here). The numbers are the Numba backend's for the same seed, up to its fastmath round-off (a few
+    ULP; Laplace up to 90): `_draws_as_numba` for the samplers that would otherwise draw differently."""
     import pymc as pm  # (this module otherwise needs PyTensor alone)
 
     return pm.draw(variables, draws=draws, random_seed=random_seed, mode=NUMPY)

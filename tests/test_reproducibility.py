@@ -337,6 +337,29 @@ def test_the_numpy_mode_draws_halfnormals_as_scipy_does_without_scipy_stats(loc,
         np.testing.assert_array_equal(got, want)
 
 
+def test_draws_in_numpy_are_the_numba_backends():
+    """`_compile.draw` (the numpy mode) gives PyMC's default `pm.draw` (Numba) numbers for the same seed, bit for bit
+    under exact arithmetic: SciPy's samplers behind PyTensor's own Cauchy (so PyMC's HalfCauchy), Bernoulli and Gumbel
+    draw other numbers from the same generator, which `_draws_as_numba` replaces; and no SciPy sampler is left."""
+    import pymc as pm
+    from pytensor.tensor.random.basic import ScipyRandomVariable
+
+    from bayeskern._compile import NUMPY, draw
+
+    with pm.Model():
+        rvs = [pm.Cauchy("c", 1.0, 2.0), pm.HalfCauchy("hc", 1.5), pm.Cauchy("cv", np.array([0.0, 1.0]), 1.0, shape=(3, 2)),
+               pm.Bernoulli("b", 0.3), pm.Bernoulli("bv", np.array([0.1, 0.5, 0.9]), shape=3), pm.Gumbel("g", 0.5, 2.0, shape=4),
+               pm.HalfNormal("h", 2.0), pm.Gamma("ga", 2.0, 0.5), pm.InverseGamma("ig", 2.0, 1.0)]
+    with exact_arithmetic():
+        numba = pm.draw(rvs, draws=200, random_seed=3)
+    for rv, got, want in zip(rvs, draw(rvs, draws=200, random_seed=3), numba, strict=True):
+        assert got.dtype == want.dtype, rv.name
+        np.testing.assert_array_equal(got, want, err_msg=rv.name)
+    f = pm.pytensorf.compile([], rvs, mode=NUMPY, random_seed=0)
+    scipy_draws = [n.op for n in f.maker.fgraph.apply_nodes if isinstance(n.op, ScipyRandomVariable) and type(n.op).__module__.startswith("pytensor")]
+    assert not scipy_draws  # (bayeskern's replacements subclass PyTensor's Ops: hence the module test)
+
+
 def test_the_numpy_mode_runs_no_fused_loop():
     """A fused elemwise loop (Composite, or PyTensor 3.3.8's FusedElemwise/scalarized OpFromGraphs for Numba) runs per
     element in Python on the Python linker: a numpy-mode EB fit at n = 500 took 24 s instead of 1 s with them."""
