@@ -428,6 +428,7 @@ def draw(variables, draws: int = 1, random_seed=None):
 
     return pm.draw(variables, draws=draws, random_seed=random_seed, mode=NUMPY)
 
+
 #: Graphs built inside this block (in any thread) carry no record of the Python stack that created each variable:
 #: PyTensor's `tag.trace`, up to `traceback__limit` = 8 frames read with their source lines for every variable and
 #: constant, in graph building and in every rewrite. Measured on a fit whose structure is compiled already (model and
