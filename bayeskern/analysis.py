@@ -163,7 +163,7 @@ def _sample(result: Analysis, obs_name: str, Xgrid, say: Callable, progressbar: 
     started = time.perf_counter()
     dt = mcmc(chosen.model, seed=result.seed, Xnew=Xgrid, progressbar=progressbar, **settings.as_kwargs())
     result.seconds["mcmc"] = time.perf_counter() - started
-    say(f"  done in {result.seconds['mcmc']:.1f} s")
+    say(f"  done in {result.seconds['mcmc']:.1f} s{_mcmc_parts(dt, result.seconds['mcmc'])}")
     result.idata = dt
     result.diagnostics = diagnose(dt, warn=False)
     result.loo = az.loo(dt)
@@ -172,6 +172,17 @@ def _sample(result: Analysis, obs_name: str, Xgrid, say: Callable, progressbar: 
         result.bands = predictive_bands(dt["posterior_predictive"].to_dataset(), prob=0.95)
     if chosen.eb is not None:
         result.comparison = compare_eb_mcmc(chosen.eb, dt, prob=0.95)
+
+
+def _mcmc_parts(dt, seconds: float) -> str:
+    """Where an MCMC run's `seconds` went, where the sampler says (nutpie's: a first run of a model structure on a
+    machine spends most of its time compiling, later runs load what it kept); else nothing."""
+    compiling, sampling = dt.attrs.get("bayeskern_compile_seconds"), dt["posterior"].attrs.get("sampling_time")
+    if compiling is None or sampling is None:
+        return ""
+    rest = max(seconds - compiling - sampling, 0.0)
+    return (f": compiling or loading the model {compiling:.1f} s, sampling {sampling:.1f} s, "
+            f"predictions and pointwise log-likelihoods {rest:.1f} s")
 
 
 def _at_point(result: Analysis, plug_in: PlugIn, Xgrid, say: Callable) -> None:

@@ -2,6 +2,7 @@
 a real browser, and the previous report kept when a run fails."""
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -132,9 +133,15 @@ def _without_times(summary: dict) -> dict:
     return summary
 
 
-def test_the_same_seed_gives_the_same_numbers_through_the_command(small, tmp_path):
+def test_the_same_seed_gives_the_same_numbers_through_the_command(small, tmp_path, capsys):
     path, _, report = small
     assert cli.main(["run", str(path), "--out", str(tmp_path / "again")]) == 0
+    # where the MCMC's time went (a first run of a structure compiles for most of it), the parts adding up to the whole
+    said = re.search(r"done in ([\d.]+) s: compiling or loading the model ([\d.]+) s, sampling ([\d.]+) s, "
+                     r"predictions and pointwise log-likelihoods ([\d.]+) s", capsys.readouterr().err)
+    assert said is not None
+    whole, *parts = map(float, said.groups())
+    assert abs(whole - sum(parts)) <= 0.15 and all(p >= 0 for p in parts)  # (each rounded to 0.1 s)
     first, again = (_without_times(json.loads((f / "summary.json").read_text())) for f in (report, tmp_path / "again"))
     assert first == again
     a, b = xr.open_datatree(report / "results.nc"), xr.open_datatree(tmp_path / "again" / "results.nc")
