@@ -176,12 +176,14 @@ def _sample(result: Analysis, obs_name: str, Xgrid, say: Callable, progressbar: 
 
 def _mcmc_parts(dt, seconds: float) -> str:
     """Where an MCMC run's `seconds` went, where the sampler says (nutpie's: a first run of a model structure on a
-    machine spends most of its time compiling, later runs load what it kept); else nothing."""
+    machine spends most of its time compiling, later processes load what it kept, a later model of the structure in
+    the same process reuses it; "sampling" is nutpie's own time, its trace's conversion to a DataTree included);
+    else nothing."""
     compiling, sampling = dt.attrs.get("bayeskern_compile_seconds"), dt["posterior"].attrs.get("sampling_time")
     if compiling is None or sampling is None:
         return ""
     rest = max(seconds - compiling - sampling, 0.0)
-    return (f": compiling or loading the model {compiling:.1f} s, sampling {sampling:.1f} s, "
+    return (f": compiling, loading or reusing the model {compiling:.1f} s, sampling {sampling:.1f} s, "
             f"predictions and pointwise log-likelihoods {rest:.1f} s")
 
 

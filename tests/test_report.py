@@ -137,7 +137,7 @@ def test_the_same_seed_gives_the_same_numbers_through_the_command(small, tmp_pat
     path, _, report = small
     assert cli.main(["run", str(path), "--out", str(tmp_path / "again")]) == 0
     # where the MCMC's time went (a first run of a structure compiles for most of it), the parts adding up to the whole
-    said = re.search(r"done in ([\d.]+) s: compiling or loading the model ([\d.]+) s, sampling ([\d.]+) s, "
+    said = re.search(r"done in ([\d.]+) s: compiling, loading or reusing the model ([\d.]+) s, sampling ([\d.]+) s, "
                      r"predictions and pointwise log-likelihoods ([\d.]+) s", capsys.readouterr().err)
     assert said is not None
     whole, *parts = map(float, said.groups())
