@@ -27,8 +27,7 @@ from pytensor.scalar.basic import AND, GE, LE, Add, Clip, FixedLogicalComparison
 from pytensor.tensor.basic import Alloc, AllocEmpty
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.math import Sum
-from pytensor.tensor.random.basic import BernoulliRV, CauchyRV, GumbelRV, HalfNormalRV, normal
-from pytensor.tensor.type_other import NoneTypeT
+from pytensor.tensor.random.basic import BernoulliRV, CauchyRV, GumbelRV, HalfNormalRV
 
 from bayeskern import _graph_cache
 
@@ -95,24 +94,19 @@ def _clip_mask_as_isfinite(fgraph, node):
     return [Elemwise(_IS_FINITE)(tests[GE])]
 
 
-@node_rewriter([HalfNormalRV])
-def _halfnormal_from_numpy(fgraph, node):
-    """halfnormal(μ, σ) as μ + σ·|normal(0, 1)|, drawn by numpy's Generator: the same numbers from the same generator.
-
-    PyTensor's HalfNormalRV draws with `scipy.stats.halfnorm.rvs` (μ + σ·|standard_normal|, in float64, cast once),
-    which imports scipy.stats on first use: ~0.3 s, the largest part of drawing a fit's prior starts. For σ > 0, the
-    support PyMC's HalfNormal allows; SciPy draws nothing where every σ is 0 and raises for σ < 0.
-    """
-    rng, size, loc, scale = node.inputs
-    shape = size if not isinstance(size.type, NoneTypeT) else pt.broadcast_shape(loc, scale, arrays_are_shapes=False)
-    next_rng, z = normal(0.0, 1.0, size=shape, rng=rng, dtype="float64", return_next_rng=True)
-    draw = pt.cast(loc, "float64") + pt.cast(scale, "float64") * pt.abs(z)
-    return [next_rng, draw.astype(node.outputs[1].dtype)]
-
-
 def _draw_shape(size, *params) -> tuple:
     """The shape of a draw: `size`, else the parameters' broadcast shape (RandomVariable's rule without batch dims)."""
     return tuple(size) if size is not None else np.broadcast_shapes(*(np.shape(p) for p in params))
+
+
+class _HalfNormalAsNumba(HalfNormalRV):
+    """μ + σ·|standard_normal| from numpy's Generator, as PyTensor's Numba backend draws, and SciPy's `halfnorm.rvs`
+    does too (in float64, cast once); but SciPy's import of scipy.stats on first use cost ~0.3 s, the largest part of
+    drawing a fit's prior starts. For σ > 0, the support PyMC's HalfNormal allows (SciPy raises for σ < 0)."""
+
+    @classmethod
+    def rng_fn(cls, rng, loc, scale, size):
+        return loc + scale * np.abs(rng.standard_normal(_draw_shape(size, loc, scale)))
 
 
 class _CauchyAsNumba(CauchyRV):
@@ -140,13 +134,14 @@ class _GumbelAsNumba(GumbelRV):
         return rng.gumbel(loc, scale, _draw_shape(size, loc, scale))
 
 
-_AS_NUMBA = {CauchyRV: _CauchyAsNumba, BernoulliRV: _BernoulliAsNumba, GumbelRV: _GumbelAsNumba}
+_AS_NUMBA = {HalfNormalRV: _HalfNormalAsNumba, CauchyRV: _CauchyAsNumba, BernoulliRV: _BernoulliAsNumba, GumbelRV: _GumbelAsNumba}
 
 
 @node_rewriter(list(_AS_NUMBA))
 def _draws_as_numba(fgraph, node):
-    """A Cauchy (and so PyMC's HalfCauchy, its |·|), Bernoulli or Gumbel draw as the Numba backend makes it: `pm.draw`
-    in either mode gives the same numbers for a seed, up to Numba's fastmath round-off (`_compile.draw`)."""
+    """A draw PyTensor's `perform` makes with SciPy — HalfNormal, Cauchy (and so PyMC's HalfCauchy, its |·|), Bernoulli,
+    Gumbel — as the Numba backend makes it, from numpy's Generator: `pm.draw` in either mode gives the same numbers for
+    a seed, up to Numba's fastmath round-off (`_compile.draw`), and scipy.stats is not imported."""
     new = _AS_NUMBA.get(type(node.op))
     return None if new is None else new(**node.op._props_dict()).make_node(*node.inputs).outputs
 
@@ -327,7 +322,7 @@ def _sum_in_place(fgraph, node):
 #: PyTensor's Python linker with FAST_RUN's rewrites except elemwise fusion (a fused loop would run element by
 #: element in Python; PyTensor 3.3.8 added a second fusion for Numba, `fuse_indexed_into_elemwise`, whose
 #: FusedElemwise ops made a numpy-mode fit at n = 500 run 20–40× slower), plus `_clip_by_ufuncs`, `_clip_mask_as_isfinite`,
-#: `_inline_op_from_graph`, `_halfnormal_from_numpy`, `_draws_as_numba`, `_elemwise_into_one_array` and `_sum_in_place`: every Op runs its numpy/SciPy
+#: `_inline_op_from_graph`, `_draws_as_numba`, `_elemwise_into_one_array` and `_sum_in_place`: every Op runs its numpy/SciPy
 #: `perform`, so compiling costs the rewrites alone (~0.3 s) where Numba needs seconds per new graph — for graphs
 #: evaluated too few times, or on arrays too small, for Numba's compilation to pay for itself. Also without
 #: `local_mul_exp_to_exp_add`: it folds a·exp(−r²/2), a = e^z, into exp(z − r²/2), a second exp over every pair
@@ -342,7 +337,7 @@ NUMPY = Mode(
         "fusion", "fuse_indexed_into_elemwise", "local_mul_exp_to_exp_add", "introduce_explicit_core_shape_rv"
     ).register(
         (in2out(_clip_by_ufuncs, _clip_mask_as_isfinite), 49.5), (in2out(_inline_op_from_graph), 0.5),
-        (in2out(_halfnormal_from_numpy, _draws_as_numba), 0.6),
+        (in2out(_draws_as_numba), 0.6),
         (in2out(_elemwise_into_one_array, _sum_in_place), 99.0),
     ),
 )

@@ -105,9 +105,8 @@ def minus_gram(C: np.ndarray, V: np.ndarray) -> np.ndarray:
     (half gemm's products), mirrored. By SciPy's BLAS, as the factorisations and solves around it: numpy's `@` runs on
     numpy's own OpenBLAS pool, whose threads compete with SciPy's (`bayeskern.fit.predictive._NumpyBlasOnOneThread`).
     """
-    if len(V) == 0:  # (BLAS refuses a leading dimension of 0)
-        return np.tril(C) + np.tril(C, -1).T
-    lower = scipy.linalg.blas.dsyrk(-1.0, V, beta=1.0, c=C, trans=1, lower=1)  # lower triangle of C − VᵀV
+    # lower triangle of C − VᵀV (C itself for an empty V: BLAS refuses a leading dimension of 0)
+    lower = scipy.linalg.blas.dsyrk(-1.0, V, beta=1.0, c=C, trans=1, lower=1) if len(V) else C
     return np.tril(lower) + np.tril(lower, -1).T
 
 

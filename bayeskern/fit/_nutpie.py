@@ -46,9 +46,9 @@ def sample(model, draws: int, tune: int, chains: int, seed: int, progressbar: bo
     nutpie's compiled model reused from an earlier model of the same structure, and a chain per available core."""
     import nutpie
 
-    started = time.perf_counter()
+    compile_started = time.perf_counter()
     compiled = _compiled(model)
-    compile_seconds = time.perf_counter() - started
+    compile_seconds = time.perf_counter() - compile_started
     # pm.sample's seeds: one per chain from `seed`, nutpie takes the first. The chains run in parallel on every core
     # this process may use, where pm.sample uses half of them (PyMC's `_cpu_count` takes every other core for a
     # hyperthread: on a 2-core machine, one core, the chains one after the other). The draws do not depend on it

@@ -69,9 +69,9 @@ class GenerativeModel:
         self._theta = pt.vector("theta", dtype="float64", shape=(self.theta.size,))
         given = {rv: pt.as_tensor_variable(self._theta[sl].reshape(shape)).astype(rv.dtype) for rv, sl, shape in self.slots}
         params_one = graph_replace(self._params, given, strict=False)
-        self._one = self._draw(params_one)
+        self._one = self._rv_at(params_one)
         self._params_at_point = graph_replace(params_one, {self._theta: pt.as_tensor_variable(self.theta)})
-        self._at_point = self._draw(self._params_at_point)
+        self._at_point = self._rv_at(self._params_at_point)
         self.obs_shape = tuple(np.shape(draw(self._at_point, random_seed=0)))  # the shape of one observation
         self.d = int(np.prod(self.obs_shape, dtype=int))
         self._x = pt.tensor("x", dtype="float64", shape=self.obs_shape)
@@ -81,7 +81,7 @@ class GenerativeModel:
         self.data = np.asarray(data, dtype=np.float64).reshape(-1, self.d)
 
     # -- the graphs --------------------------------------------------------------------------------
-    def _draw(self, params, size=None):
+    def _rv_at(self, params, size=None):
         """The observed variable's distribution at `params` as a graph: its node made directly (calling the Op hides the
         next-rng output, which PyTensor 3.3 deprecates with a warning in every call)."""
         return self._op.make_node(pt.random.shared_rng(seed=0), size, *params).default_output()
@@ -134,7 +134,7 @@ class GenerativeModel:
         if kind == "expected":
             draws, seed = check_integer(draws, "draws", 2), check_seed(seed)
             batch = self.obs_shape[: len(self.obs_shape) - self._op.ndim_supp]
-            many = self._draw(self._params_at_point, size=(draws, *batch))  # draws × one observation, in one call
+            many = self._rv_at(self._params_at_point, size=(draws, *batch))  # draws × one observation, in one call
             X = np.asarray(draw(many, random_seed=seed), dtype=np.float64)
             G = self.scores(X.reshape(draws, self.d))
             return G.T @ G / draws  # F = E[g gᵀ]
