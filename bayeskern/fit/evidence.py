@@ -1,5 +1,6 @@
 """Bishop's evidence approximation for Bayesian linear regression: fixed-point re-estimation of α and β."""
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 
@@ -19,8 +20,9 @@ class EvidenceResult:
 
     `gamma`: γ = Σᵢ λᵢ/(α + λᵢ), the effective number of well-determined parameters.
     `log_marginal_likelihood`: ln p(t | α̂, β̂) (PRML 3.86; `log_evidence` is its former name). `weights_mean`: m_N at α̂, β̂.
-    `n_iterations`, `converged`: how the fixed point ended. `sigma` = β̂^(-1/2), `prior_cov` = 1/α̂:
-    the same model in the parametrisation of `bayeskern.blr`.
+    `n_iterations`, `converged`: how the best start's iteration ended. `optima`: the distinct fixed points the starts
+    converged to (`bayeskern.fit.Optimum`: params {"alpha", "beta"}, the log evidence, converged, how many starts), best
+    first. `sigma` = β̂^(-1/2), `prior_cov` = 1/α̂: the same model in the parametrisation of `bayeskern.blr`.
     """
 
     alpha: float
@@ -30,6 +32,7 @@ class EvidenceResult:
     weights_mean: np.ndarray
     n_iterations: int
     converged: bool
+    optima: tuple = ()
 
     @property
     def log_evidence(self) -> float:
@@ -45,14 +48,27 @@ class EvidenceResult:
         return float(1.0 / self.alpha)
 
 
+#: the starts besides the caller's (alpha, beta): β = 1/(f·var(t)) for each noise fraction f, and α = s·β·λ̄ (λ̄ the mean
+#: eigenvalue of ΦᵀΦ) for each shrinkage s, from weights left alone to weights held at 0. The evidence of a BLR can have
+#: several maxima: PRML's sinusoid (n = 25, noise 0.2) with a cubic has one at ln p = −24.43 (α = 0.64, β = 3.5, the
+#: noise taking nearly all of t) and one at −11.36 (α = 0.0023, β = 28); the start α = β = 1 reaches the lower one
+START_NOISE_FRACTIONS = (1.0, 1e-2, 1e-4)
+START_SHRINKAGES = (1e-6, 1e-3, 1.0)
+
+
 @numerical_failure("the features of X, or y, are too large for float64 (or the features are numerically rank-deficient): scale or center X and y, or use fewer features")
 def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0, tol: float = 1e-10, maxiter: int = 10_000) -> EvidenceResult:
-    """Re-estimate α and β by PRML 3.92 and 3.95 until they change by less than `tol` (relative).
+    """Re-estimate α and β by PRML 3.92 and 3.95 until they change by less than `tol` (relative), from several starts,
+    and keep the fixed point of highest evidence.
 
-    `features`: φ, a feature map or callable X → Φ (n, M). `alpha`, `beta`: the starting values.
-    The eigenvalues of ΦᵀΦ are computed once; each iteration costs O(M²).
+    `features`: φ, a feature map or callable X → Φ (n, M). `alpha`, `beta`: the first start; the others are fixed
+    (`START_NOISE_FRACTIONS` × `START_SHRINKAGES`, scaled to var(t) and ΦᵀΦ), so the result depends on the data only.
+    The evidence can have several maxima: `optima` lists the distinct fixed points, best first, and a FitWarning says
+    when there is more than one. A start that runs off to α or β → ∞ is dropped, unless it is the first (then its
+    ValueError is raised). The eigenvalues of ΦᵀΦ are computed once; each iteration costs O(nM).
     """
     from bayeskern import blr
+    from bayeskern.fit.empirical_bayes import LML_SAME, Optimum
 
     X = as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
@@ -61,15 +77,65 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     tol = float(check_number(tol, "tol", positive=True, scalar=True))
     maxiter = check_integer(maxiter, "maxiter", 1)
     Phi = design_matrix(features, X, "features")
-    N, M = Phi.shape
     with np.errstate(over="ignore"):
         gram = check_finite_result(Phi.T @ Phi, "ΦᵀΦ of the features of X")
         check_finite_result(t @ t, "‖y‖², the squared norm of the targets y")  # β ~ N/‖y‖² must be representable
     eig, V = np.linalg.eigh(gram)  # ΦᵀΦ = V diag(eig) Vᵀ
     eig = np.clip(eig, 0.0, None)
-    b = V.T @ (Phi.T @ t)  # Vᵀ Φᵀ t
+    problem = (Phi, t, eig, V, V.T @ (Phi.T @ t), tol, maxiter)  # b = Vᵀ Φᵀ t
 
-    converged = False
+    runs = [_fixed_point(problem, alpha, beta)]  # the caller's start: its failure is the caller's to see
+    for start in _starts(t, eig):
+        try:
+            runs.append(_fixed_point(problem, *start))
+        except ValueError:  # ran off to α or β → ∞ from this start
+            continue
+    fitted = sorted(((blr.condition(features, X, t, sigma=r[1] ** -0.5, prior_cov=1.0 / r[0]), r) for r in runs),
+                    key=lambda f: -f[0].log_marginal_likelihood)
+    optima = []
+    for model, (a, b, _, converged, _) in fitted:
+        if not converged:  # not a fixed point (yet): only the best start's is reported, through `converged`
+            continue
+        lml = model.log_marginal_likelihood
+        same = next((k for k, o in enumerate(optima) if abs(o.log_marginal_likelihood - lml) < LML_SAME), None)
+        if same is None:
+            optima.append(Optimum({"alpha": a, "beta": b}, lml, lml, True, 1))
+        else:
+            optima[same] = dataclasses.replace(optima[same], starts=optima[same].starts + 1)
+    best, (alpha, beta, iterations, converged, change) = fitted[0]
+    if not converged:
+        warnings.warn(
+            f"evidence_approximation did not converge in {maxiter} iterations: alpha, beta still change by "
+            f"{change:.3g} (relative) per step; alpha={alpha:.4g}, beta={beta:.4g}",
+            FitWarning,
+            stacklevel=3,  # past numerical_failure's wrapper, to the caller
+        )
+    if len(optima) > 1:
+        warnings.warn(
+            f"the evidence has {len(optima)} distinct fixed points of alpha, beta from the starts; kept the best "
+            f"(log evidence {optima[0].log_marginal_likelihood:.6g}), next best {optima[1].log_marginal_likelihood:.6g} — see .optima",
+            FitWarning,
+            stacklevel=3,  # past numerical_failure's wrapper, to the caller
+        )
+    lam = beta * eig
+    return EvidenceResult(
+        alpha, beta, float(np.sum(lam / (alpha + lam))), best.log_marginal_likelihood, best.weights_mean, iterations, converged, tuple(optima)
+    )
+
+
+def _starts(t: np.ndarray, eig: np.ndarray) -> list[tuple[float, float]]:
+    """(α, β) starts scaled to the data: β = 1/(f·var t), α = s·β·mean eig."""
+    var_t, mean_eig = float(np.var(t)), float(np.mean(eig))
+    if not (var_t > 0 and mean_eig > 0 and np.isfinite(var_t) and np.isfinite(mean_eig)):
+        return []
+    return [(s * mean_eig / (f * var_t), 1.0 / (f * var_t)) for f in START_NOISE_FRACTIONS for s in START_SHRINKAGES]
+
+
+def _fixed_point(problem: tuple, alpha: float, beta: float) -> tuple[float, float, int, bool, float]:
+    """(α, β, iterations, converged, last relative change) of PRML 3.92 and 3.95 iterated from (alpha, beta)."""
+    Phi, t, eig, V, b, tol, maxiter = problem
+    N = len(t)
+    change = np.inf
     for iteration in range(1, maxiter + 1):
         lam = beta * eig  # λᵢ: eigenvalues of βΦᵀΦ   (PRML 3.87)
         m_N = V @ (beta * b / (alpha + lam))  # m_N = β A⁻¹ Φᵀ t, A = αI + βΦᵀΦ   (PRML 3.84)
@@ -94,17 +160,6 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
         change = max(abs(alpha_new - alpha) / alpha, abs(beta_new - beta) / beta)
         alpha, beta = alpha_new, beta_new
         if change < tol:
-            converged = True
-            break
-    if not converged:
-        warnings.warn(
-            f"evidence_approximation did not converge in {maxiter} iterations: alpha, beta still change by "
-            f"{change:.3g} (relative) per step; alpha={alpha:.4g}, beta={beta:.4g}",
-            FitWarning,
-            stacklevel=2,
-        )
-    fitted = blr.condition(features, X, t, sigma=beta**-0.5, prior_cov=1.0 / alpha)
-    lam = beta * eig
-    return EvidenceResult(
-        alpha, beta, float(np.sum(lam / (alpha + lam))), fitted.log_marginal_likelihood, fitted.weights_mean, iteration, converged
-    )
+            return alpha, beta, iteration, True, change
+    return alpha, beta, maxiter, False, change
+
