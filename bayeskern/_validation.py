@@ -131,6 +131,8 @@ def check_number(value, name: str, *, positive: bool = False, nonnegative: bool 
         return value
     if isinstance(value, str):
         raise ValueError(f"{name} must be a number, an array or a PyMC random variable, got the string {value!r}")
+    if isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be a number, an array or a PyMC random variable, got the truth value {value!r}")
     a = as_array(value, name)
     if a.size == 0:
         raise ValueError(f"{name} is empty")
@@ -203,8 +205,15 @@ def check_prior_cov(S, M: int | None = None, name: str = "prior_cov"):
     return A
 
 
-def check_sigma(sigma, *, allow_zero: bool, name: str = "sigma"):
-    """σ, the noise standard deviation: a scalar > 0 (≥ 0 with `allow_zero`) with σ² finite, or a random variable."""
+def check_sigma(sigma, *, allow_zero: bool, name: str = "sigma", numeric: bool = False):
+    """σ, the noise standard deviation: a scalar > 0 (≥ 0 with `allow_zero`) with σ² finite, or a random variable
+    (not with `numeric`: a model conditioned at fixed hyperparameters needs a number)."""
+    if numeric and is_symbolic(sigma):
+        raise ValueError(
+            f"{name} must be a number here, got the symbolic {getattr(sigma, 'name', None) or 'expression'} (a PyMC random "
+            "variable?): conditioning needs fixed hyperparameters; inside a model use bayeskern.gp.marginal_likelihood "
+            "(or bayeskern.blr.likelihood) and fit it with bayeskern.fit"
+        )
     sigma = check_number(sigma, name, nonnegative=allow_zero, positive=not allow_zero)
     if (sigma.ndim if is_symbolic(sigma) else np.ndim(sigma)) != 0:
         raise ValueError(f"{name} must be a scalar: the standard deviation of the observation noise")

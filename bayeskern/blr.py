@@ -431,7 +431,7 @@ def condition(features, X, y, sigma, prior_cov) -> WeightSpaceBLR:
     """
     X = as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
-    sigma = float(check_sigma(sigma, allow_zero=False))
+    sigma = float(check_sigma(sigma, allow_zero=False, numeric=True))
     return _condition_on(features, X, t, sigma, prior_cov, DesignRows(features, X, t, design_matrix(features, X, "features")))
 
 

@@ -260,8 +260,8 @@ def condition(kernel: Kernel, X, y, sigma, approx=None) -> Conditioned:
     if approx is not None:
         from bayeskern.approx import check_approx
 
-        return check_approx(approx).condition(kernel, X, t, float(check_sigma(sigma, allow_zero=False)))
-    return ExactGP(kernel, X, t, float(check_sigma(sigma, allow_zero=True)))
+        return check_approx(approx).condition(kernel, X, t, float(check_sigma(sigma, allow_zero=False, numeric=True)))
+    return ExactGP(kernel, X, t, float(check_sigma(sigma, allow_zero=True, numeric=True)))
 
 
 @numerical_failure(_NUMERICAL_FAILURE)

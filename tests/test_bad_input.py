@@ -299,9 +299,9 @@ REGISTRY: dict[str, Case] = {
                                                  {"features": "features", "X": "X", "y": "y", "alpha": "scale", "beta": "scale", "tol": "scale",
                                                   "maxiter": "int"}),
     "bayeskern.fit.mcmc": Case(bk.fit.mcmc, lambda: {"model": _gp_model(), "draws": 10, "tune": 10, "chains": 1, "seed": 0, "sampler": "pymc",
-                                                     "Xnew": XNEW.copy(), "thin": 1},
+                                                     "Xnew": XNEW.copy(), "thin": 1, "target_accept": 0.8},
                                {"model": "model", "draws": "int", "tune": "int", "chains": "int", "seed": "seed", "sampler": "choice",
-                                "Xnew": "X", "thin": "int"}, samples=True),
+                                "Xnew": "X", "thin": "int", "target_accept": "prob"}, samples=True),
     "bayeskern.fit.predictive_bands": Case(bk.fit.predictive_bands, lambda: {"predictive": _fake_predictive(), "prob": 0.9},
                                            {"predictive": "object", "prob": "prob"}, use=lambda ds: [v.values for v in ds.data_vars.values()]),
     # checks
@@ -667,7 +667,8 @@ def test_non_booleans_are_refused_as_flags(key, arg, value):
 
 # -- wrong types -------------------------------------------------------------------------------------------------
 _WRONG_TYPES = {  # role → values of the wrong type for it
-    **dict.fromkeys(("X", "y", "scale", "real", "array", "prob"), ("abc", {"a": 1}, object())),
+    **dict.fromkeys(("X", "y", "real", "array"), ("abc", {"a": 1}, object())),
+    **dict.fromkeys(("scale", "prob"), ("abc", {"a": 1}, object(), True)),  # a truth value is no scale (it was taken as 1)
     "name": (7, object(), ""),
     "dict": ("abc", object(), 7, {"a": "abc"}),  # a dict is the right type: its entries are wrong
     **dict.fromkeys(("model", "kernel", "kernels", "features", "object", "choice"), ("abc", {"a": 1}, object(), 7)),
@@ -738,6 +739,19 @@ def test_bounded_kernels_stay_finite(name, factor, scale):
     K_ = kernel.evaluate(X * factor)
     assert np.all(np.isfinite(K_)), f"{kernel!r} on X·{factor:g}: {K_}"
     assert np.all(K_ >= 0.0) and np.all(K_ <= np.diag(K_)[:, None] * (1 + 1e-12) + 1e-300)
+
+
+def test_a_random_variable_where_a_number_is_needed_is_named():
+    """Conditioning at fixed hyperparameters with a PyMC random variable as σ: a ValueError naming sigma and what to do
+    instead (a TypeError from float() of a TensorVariable before)."""
+    with pm.Model():
+        s = pm.HalfNormal("s", 1.0)
+        calls = [lambda: bk.gp.posterior(K.RBF(0.3), X, Y, sigma=s), lambda: bk.gp.condition(K.RBF(0.3), X, Y, sigma=s),
+                 lambda: bk.blr.posterior(POLY2(), X, Y, sigma=s, prior_cov=1.0), lambda: bk.blr.condition(POLY2(), X, Y, sigma=s, prior_cov=1.0),
+                 lambda: bk.checks.approximation_error(K.RBF(0.3), bk.approx.HSGP(m=20, c=2.0), X, Y, sigma=s)]
+        for call in calls:
+            with pytest.raises(ValueError, match=r"sigma must be a number here, got the symbolic s .*marginal_likelihood"):
+                call()
 
 
 def test_symbolic_hyperparameters_are_still_taken():

@@ -153,7 +153,7 @@ def approximation_error(
     """
     X, kernel, approx = as_inputs(X, "X"), check_kernel(kernel), check_approx(approx)
     y = as_targets(y, X.shape[0], "y")
-    sigma = float(check_sigma(sigma, allow_zero=False))
+    sigma = float(check_sigma(sigma, allow_zero=False, numeric=True))
     subsample = check_integer(subsample, "subsample", 2)
     tolerances = [float(check_number(v, name, positive=True, scalar=True)) for v, name in ((mean_tol, "mean_tol"), (var_tol, "var_tol"), (lml_tol, "lml_tol"))]
     rows = subsample_rows(len(X), subsample, seed)

@@ -10,7 +10,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from bayeskern._compile import exact_arithmetic, untraced
-from bayeskern._validation import as_inputs, check_integer, check_model, int_seed, same_columns
+from bayeskern._validation import as_inputs, check_integer, check_model, check_probability, int_seed, same_columns
 from bayeskern.fit import _nutpie
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit.predictive import draw_quantities
@@ -63,6 +63,8 @@ def mcmc(
     clash = sorted({"random_seed", "model", "nuts_sampler", "draws", "tune", "chains"} & set(sample_kwargs))
     if clash:
         raise ValueError(f"pass {', '.join(clash)} as mcmc's own arguments (seed, model, sampler …), not as pm.sample keywords")
+    if "target_accept" in sample_kwargs:  # NUTS's step-size adaptation aims at this mean acceptance probability
+        sample_kwargs["target_accept"] = check_probability(sample_kwargs["target_accept"], "target_accept")
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
     if Xnew is not None:
