@@ -691,3 +691,19 @@ def test_nadaraya_watson_loo_mse_is_the_name_as_in_kernel_ridge(sinusoid):
     assert res.loo_score == res.loo_mse
     d = res.to_dict()
     assert d["loo_mse"] == res.loo_mse and "loo_score" not in d
+
+
+def test_a_bandwidth_at_a_flat_grid_edge_is_not_asked_to_widen_the_grid():
+    """The README's data (25 evenly spaced points): Nadaraya–Watson's leave-one-out error falls toward its h → 0 limit
+    (each point predicted by its two neighbours' average), by 3e-14 relative between the two smallest candidates. Widening
+    the grid cannot choose differently: the warning says the data do not pin h down. Where the error still falls at the
+    grid's edge (candidates from 0.05 up), it asks for a wider grid."""
+    X, t = bk.datasets.sinusoid(n=25, noise=0.2, seed=0)
+    with pytest.warns(S.SmoothingWarning, match="lower end of the candidate grid: the score no longer changes") as caught:
+        flat = S.nadaraya_watson(X, t)
+    assert "widen" not in str(caught[0].message)
+    scores = flat.loo_scores
+    assert flat.bandwidth == flat.bandwidth_grid[0] and abs(scores[1] / scores[0] - 1) <= 1e-6  # the flat limit, measured
+    with pytest.warns(S.SmoothingWarning, match="lower end of the candidate grid: widen it"):
+        falling = S.nadaraya_watson(X, t, bandwidth=np.geomspace(0.05, 0.5, 8))
+    assert falling.loo_scores[1] / falling.loo_scores[0] - 1 > 1e-3  # still falling toward the edge

@@ -46,18 +46,28 @@ class SmoothingWarning(UserWarning):
     """A smoother's tuning parameter was chosen at the edge of its search grid."""
 
 
+#: a score whose two candidates at the chosen end of a grid differ by at most this (relative) has reached its limit
+#: there: a wider grid would not choose differently (Nadaraya–Watson's leave-one-out error on an evenly spaced design
+#: as h → 0, where the fit tends to averaging each point's nearest neighbours)
+FLAT_AT_EDGE = 1e-6
+
+
 def warn_at_grid_edge(grid: np.ndarray, best: int, what: str, hint: str = "", scores=None) -> None:
     """SmoothingWarning (pointing at the user's call) when the chosen candidate is the grid's first or last.
 
-    Not when every candidate scores the same (`scores`; e.g. a constant y): then no candidate is better.
+    Not when every candidate scores the same (`scores`; e.g. a constant y): then no candidate is better. Where the
+    score is flat at that end (`FLAT_AT_EDGE`) the warning says that the data do not pin the choice down, rather than
+    asking for a wider grid.
     """
     if scores is not None and np.all(scores == scores[0]):
         return
     if len(grid) > 1 and best in (0, len(grid) - 1):
-        warnings.warn(
-            f"{what} {grid[best]:.4g} is at the {'lower' if best == 0 else 'upper'} end of the candidate grid: "
-            f"widen it{hint}", SmoothingWarning, stacklevel=3,
-        )
+        end, neighbour = ("lower", 1) if best == 0 else ("upper", len(grid) - 2)
+        flat = scores is not None and np.isfinite(scores[best]) and abs(scores[neighbour] - scores[best]) <= FLAT_AT_EDGE * abs(scores[best])
+        advice = (f"the score no longer changes there (by {abs(scores[neighbour] / scores[best] - 1):.1g} relative to the next "
+                  "candidate): it has reached its limit, so the data do not pin this choice down; give a value instead"
+                  if flat else f"widen it{hint}")
+        warnings.warn(f"{what} {grid[best]:.4g} is at the {end} end of the candidate grid: {advice}", SmoothingWarning, stacklevel=3)
 
 
 def power_of_two(v):

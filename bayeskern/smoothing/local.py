@@ -114,8 +114,9 @@ def nadaraya_watson(X, y, Xnew=None, bandwidth=None, kernel="gaussian", *, loo: 
     `bandwidth`: h > 0; None chooses h from `default_bandwidth_grid(X)` by leave-one-out error, an array
     chooses among those candidates: h = argmin (1/n)Σᵢ (yᵢ − m̂₋ᵢ(xᵢ))², m̂₋ᵢ the fit without (xᵢ, yᵢ)
     (first minimum on ties; a SmoothingWarning if it is the grid's smallest or largest value — on an
-    evenly spaced design the leave-one-out error can keep falling below the spacing, where the Gaussian
-    fit turns into nearest-neighbour interpolation: then give a grid whose smallest h is the spacing).
+    evenly spaced design the leave-one-out error can keep falling below the spacing toward its h → 0 limit, where the
+    Gaussian fit turns into averaging each point's nearest neighbours: the warning then says the data do not pin h
+    down; give h, e.g. the spacing).
     `kernel`: a name from `SMOOTHING_KERNELS` (radial: K depends on ‖u‖; the Gaussian's h is its
     standard deviation, a compact kernel's h the radius of its window). `loo`: also report the
     leave-one-out score at a given h (an extra n × n pass; always done when h is chosen); where some xᵢ
