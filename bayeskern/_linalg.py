@@ -58,7 +58,7 @@ def cholesky(A: np.ndarray, name: str = "matrix", before_jitter: Callable[[], No
     if L is None:
         raise ValueError(
             f"{name} is not positive definite, even with jitter up to {jitter:.3g} "
-            "on the diagonal: check that the kernel is positive semi-definite and the noise positive"
+            f"on the diagonal: check that the kernel is positive semi-definite and the diagonal term of {name} positive"
         )
     announce_jitter(name, jitter)
     return L, jitter
