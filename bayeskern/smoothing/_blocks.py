@@ -63,11 +63,19 @@ def warn_at_grid_edge(grid: np.ndarray, best: int, what: str, hint: str = "", sc
         return
     if len(grid) > 1 and best in (0, len(grid) - 1):
         end, neighbour = ("lower", 1) if best == 0 else ("upper", len(grid) - 2)
-        flat = scores is not None and np.isfinite(scores[best]) and abs(scores[neighbour] - scores[best]) <= FLAT_AT_EDGE * abs(scores[best])
-        advice = (f"the score no longer changes there (by {abs(scores[neighbour] / scores[best] - 1):.1g} relative to the next "
+        change = np.inf if scores is None else _relative_change(scores[best], scores[neighbour])
+        flat = change <= FLAT_AT_EDGE
+        advice = (f"the score no longer changes there (by {change:.1g} relative to the next "
                   "candidate): it has reached its limit, so the data do not pin this choice down; give a value instead"
                   if flat else f"widen it{hint}")
         warnings.warn(f"{what} {grid[best]:.4g} is at the {end} end of the candidate grid: {advice}", SmoothingWarning, stacklevel=3)
+
+
+def _relative_change(a: float, b: float) -> float:
+    """|b − a| / |a| (0 where a = b, inf where a = 0 ≠ b or either is not finite)."""
+    if not (np.isfinite(a) and np.isfinite(b)):
+        return np.inf
+    return 0.0 if a == b else abs(b - a) / abs(a) if a != 0 else np.inf
 
 
 def power_of_two(v):
