@@ -33,8 +33,17 @@ DEFAULT_N_INDUCING = 300
 KMEANS_POINTS_PER_CENTER = 50
 
 
+#: a RuntimeWarning (a FitWarning at an EB optimum) when the jitter δ on K_uu costs the bound at least this many nats:
+#: a Bayes factor of e between models compared by their bounds
+JITTER_COST_WARNING = 1.0
+
+
+def _jitter(Kuu, lib):
+    return INDUCING_JITTER * lib.mean(lib.diagonal(Kuu))  # δ = INDUCING_JITTER · mean diag K_uu
+
+
 def _jittered(Kuu, lib):
-    return Kuu + INDUCING_JITTER * lib.mean(lib.diagonal(Kuu)) * lib.eye(Kuu.shape[0])  # K_uu + δI
+    return Kuu + _jitter(Kuu, lib) * lib.eye(Kuu.shape[0])  # K_uu + δI
 
 
 def _kernel_recomputed(kernel: Kernel, Z, X):
@@ -55,12 +64,13 @@ def _kernel_recomputed(kernel: Kernel, Z, X):
 
 
 class InducingFeatures(KernelProjection):
-    """φ(x) = L⁻¹k(Z, x) with K_uu + δI = LLᵀ: φ(x)ᵀφ(x′) = k(x, Z)(K_uu + δI)⁻¹k(Z, x′), the Nyström kernel Q."""
+    """φ(x) = L⁻¹k(Z, x) with K_uu + δI = LLᵀ: φ(x)ᵀφ(x′) = k(x, Z)(K_uu + δI)⁻¹k(Z, x′), the Nyström kernel Q. `jitter`: δ."""
 
     @numerical_failure("the kernel's values at the inducing points overflow float64 or are not positive definite: scale or center X")
     def __init__(self, kernel, Z: np.ndarray):
-        Kuu = _jittered(kernel.evaluate(Z), np)
-        L = exact_cholesky(Kuu)
+        Kuu = kernel.evaluate(Z)
+        self.jitter = float(_jitter(Kuu, np))
+        L = exact_cholesky(_jittered(Kuu, np))
         if L is None:
             raise ValueError(
                 f"the kernel {kernel!r} is not positive definite at the inducing points (K_uu + δI has no Cholesky "
@@ -76,7 +86,12 @@ class InducingPosterior(WeightSpaceBLR):
     """The VFE model conditioned on t: the weight-space solver on `InducingFeatures` with w ~ N(0, I), plus the parts Q leaves out.
 
     `log_marginal_likelihood` is the bound F (the BLR's log N(t | 0, Q + σ²I) minus `trace_term` = tr(K − Q)/(2σ²));
-    `nystrom_residual` = tr(K − Q)/tr(K), how much prior variance the inducing points miss at the data. The
+    `nystrom_residual` = tr(K − Q)/tr(K), how much prior variance the inducing points miss at the data.
+    `inducing_jitter`: δ, added to K_uu always (a fixed INDUCING_JITTER relative to its mean diagonal, as GPflow and
+    PyMC do, so that close inducing points keep the bound's gradient stable; Q is then the Nyström kernel of K_uu + δI,
+    still ≤ K). `jitter_trace_cost`: a lower bound on the nats of `trace_term` that come from δ rather than from the
+    inducing points, δ·‖(K_uu + δI)⁻¹K_uf‖²_F/(2σ²); it grows as σ⁻², and a RuntimeWarning says when it reaches
+    JITTER_COST_WARNING (then the bound is looser than VFE's without δ by at least that much). The
     predictive of f at x adds k(x, x) − φ(x)ᵀφ(x) to the BLR's variance (Titsias 2009, eq. 6). Leave-one-out
     is that of the training model N(0, Q + σ²I).
     """
@@ -91,6 +106,19 @@ class InducingPosterior(WeightSpaceBLR):
         self.nystrom_residual = residual / prior if prior > 0 else 0.0
         self.trace_term = residual / (2.0 * sigma**2)
         self.log_marginal_likelihood -= self.trace_term  # F = log N(t | 0, Q + σ²I) − tr(K − Q)/(2σ²)
+        self.inducing_jitter = features.jitter
+        # Q₀ − Q_δ = δ K_fu K_uu⁻¹(K_uu + δI)⁻¹K_uf ⪰ δ K_fu (K_uu + δI)⁻²K_uf, and (K_uu + δI)⁻¹K_uf = PΦᵀ with P = L⁻ᵀ,
+        # so tr(Q₀ − Q_δ) ≥ δ‖PΦᵀ‖²_F = δ tr(PᵀP ΦᵀΦ)
+        P = features.projection
+        self.jitter_trace_cost = features.jitter * float(np.sum((P.T @ P) * rows.gram)) / (2.0 * sigma**2)
+        if self.jitter_trace_cost >= JITTER_COST_WARNING:
+            warnings.warn(self.jitter_message(), RuntimeWarning, stacklevel=5)  # past VFE.condition, gp.condition and its wrapper
+
+    def jitter_message(self) -> str:
+        """What `jitter_trace_cost` means for the bound, for a warning."""
+        return (f"the VFE bound is at least {self.jitter_trace_cost:.3g} nats below what these inducing points give without the "
+                f"jitter δ = {self.inducing_jitter:.3g} on K_uu (its share of the trace term tr(K − Q)/(2σ²) grows as 1/σ², "
+                f"σ = {self.sigma:.3g} here): with noise this small, use fewer or farther-apart inducing points, or the exact GP")
 
     def _latent(self, Xnew, full_cov):
         Phi_new = design_matrix(self.features, Xnew)
@@ -206,3 +234,10 @@ class VFELikelihood(KernelLikelihood):
 
     def condition(self) -> InducingPosterior:
         return InducingPosterior(self.kernel, self.inducing, self.X, self.y, float(self.sigma))
+
+    def fit_warnings(self) -> list[str]:
+        """The jitter on K_uu costing the bound JITTER_COST_WARNING nats or more at these (fitted) hyperparameters."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # said here, once
+            conditioned = self.condition()
+        return [conditioned.jitter_message()] if conditioned.jitter_trace_cost >= JITTER_COST_WARNING else []
