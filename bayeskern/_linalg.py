@@ -103,7 +103,7 @@ def solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:
 def minus_gram(C: np.ndarray, V: np.ndarray) -> np.ndarray:
     """C − VᵀV for a symmetric C (read from its lower triangle), exactly symmetric: one BLAS syrk on the lower triangle
     (half gemm's products), mirrored. By SciPy's BLAS, as the factorisations and solves around it: numpy's `@` runs on
-    numpy's own OpenBLAS pool, whose threads compete with SciPy's (`bayeskern.fit.predictive._NumpyBlasOnOneThread`).
+    numpy's own OpenBLAS pool, whose threads compete with SciPy's (`bayeskern._blas`).
     """
     # lower triangle of C − VᵀV (C itself for an empty V: BLAS refuses a leading dimension of 0)
     lower = scipy.linalg.blas.dsyrk(-1.0, V, beta=1.0, c=C, trans=1, lower=1) if len(V) else C

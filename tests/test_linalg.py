@@ -1,5 +1,7 @@
 """The numpy linear algebra (bayeskern._linalg): round-off of a PSD matrix measured on the right scale."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -106,7 +108,7 @@ def test_the_draw_loop_puts_numpys_own_blas_on_one_thread_and_leaves_scipys():
     import scipy.linalg  # noqa: F401 — SciPy's BLAS loaded, as in a fit
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from bayeskern.fit.predictive import _numpy_blas_on_one_thread
+    from bayeskern._blas import numpy_blas_on_one_thread as _numpy_blas_on_one_thread
 
     def threads():
         return {("numpy" if "numpy" in lib["filepath"] else "scipy" if "scipy.libs" in lib["filepath"] else lib["filepath"]): lib["num_threads"]
@@ -127,3 +129,42 @@ def test_the_draw_loop_puts_numpys_own_blas_on_one_thread_and_leaves_scipys():
         assert threads()["numpy"] == 1  # b still runs
         b.__exit__(None, None, None)
         assert threads() == before  # restored once the last closed, not left at one thread
+
+
+def test_a_small_problem_runs_every_blas_pool_on_one_thread(monkeypatch):
+    """Up to SMALL_PROBLEM_MAX_N rows every BLAS pool runs on one thread (a second gains nothing there, and beside busy
+    cores it waits at every small call: the PRML spec's draw loop 23–30 s instead of 3–5 s); above it nothing changes.
+    Empirical Bayes and the MCMC draws' loop on 25 points run inside that limit."""
+    import scipy.linalg  # noqa: F401 — SciPy's BLAS loaded, as in a fit
+    import pymc as pm
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    import bayeskern as bk
+    from bayeskern._blas import SMALL_PROBLEM_MAX_N, blas_for_size
+    from bayeskern.fit._plug_in import PlugIn
+
+    def threads():
+        return {lib["filepath"]: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    with threadpool_limits(limits=2, user_api="blas"):  # (the suite gives each xdist worker one BLAS thread)
+        before = threads()
+        if max(before.values(), default=1) < 2:
+            pytest.skip("no BLAS pool runs on two threads here")
+        with blas_for_size(SMALL_PROBLEM_MAX_N):
+            assert set(threads().values()) == {1}
+        assert threads() == before
+        with blas_for_size(SMALL_PROBLEM_MAX_N + 1):
+            assert threads() == before
+        eb_module = sys.modules["bayeskern.fit.empirical_bayes"]  # (bayeskern.fit.empirical_bayes is also the function's name)
+        seen = []
+        maximise, condition = eb_module._maximise, PlugIn.condition
+        monkeypatch.setattr(eb_module, "_maximise", lambda *a, **k: (seen.append(threads()), maximise(*a, **k))[1])
+        X, t = bk.datasets.sinusoid(n=25, noise=0.2, seed=0)
+        with pm.Model() as model:
+            bk.gp.marginal_likelihood("y", X, t, bk.kernels.RBF(pm.HalfNormal("ell", 1.0)), pm.HalfNormal("s", 1.0))
+        bk.fit.empirical_bayes(model, restarts=1, seed=0)
+        assert len(seen) == 1 and set(seen[0].values()) == {1}  # the optimiser's run
+        monkeypatch.setattr(PlugIn, "condition", lambda self, p: (seen.append(threads()), condition(self, p))[1])
+        bk.fit.mcmc(model, draws=5, tune=5, chains=1, seed=0, sampler="pymc", Xnew=X[:3])
+        assert len(seen) == 1 + 5 and all(set(pools.values()) == {1} for pools in seen[1:])  # each draw's conditioning
+        assert threads() == before

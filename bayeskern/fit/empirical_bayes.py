@@ -16,6 +16,7 @@ from pymc.initial_point import make_initial_point_fn
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
+from bayeskern._blas import blas_for_size
 from bayeskern._compile import NUMPY, compiled_graph, numpy_mode, reused_arrays, untraced
 from bayeskern._gaussian_logp import GaussianLogp
 from bayeskern._json import jsonable
@@ -613,7 +614,9 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
         plug_in = PlugIn(model, record)
         _check_initial_point(objective)
         compile_seconds = time.perf_counter() - started
-        with reused_arrays():  # the objective's large temporaries kept from one evaluation to the next, let go at the end
+        # the objective's large temporaries kept from one evaluation to the next, let go at the end; a small problem's BLAS
+        # on one thread (`bayeskern._blas`: as fast, and not slowed 10× by cores busy with other work)
+        with reused_arrays(), blas_for_size(len(record.y)):
             runs = _optimise(model, objective, restarts, seed, maxiter)
             runs, plug_in = _refine(obs, objective, plug_in, runs, maxiter)
         result = _result(objective, plug_in, runs, include_prior, time_started=started, compile_seconds=compile_seconds)

@@ -1,13 +1,11 @@
 """Per-draw quantities of a marginal Gaussian model: exact LOO densities and the posterior predictive mixed over draws."""
 
-import os
 import warnings
 
 import numpy as np
 import xarray as xr
-from threadpoolctl import ThreadpoolController
 
-from bayeskern._compile import _SharedScope
+from bayeskern._blas import SMALL_PROBLEM_MAX_N, blas_for_size, numpy_blas_on_one_thread
 from bayeskern._validation import check_probability
 from bayeskern.fit._plug_in import PlugIn
 
@@ -33,7 +31,7 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
     log_lik, loo_draws = np.empty((chains, draws, n)), np.empty((chains, draws, n))
     f, y, f_mean, f_var = (np.empty((chains, len(kept), m)) for _ in range(4))
     max_jitter = 0.0
-    with warnings.catch_warnings(), _numpy_blas_on_one_thread():
+    with warnings.catch_warnings(), _blas_scope(n, m):
         warnings.simplefilter("ignore", RuntimeWarning)  # jitter is collected and reported once
         for c in range(chains):
             for d in range(draws):
@@ -51,30 +49,10 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
     return log_likelihood, predictive, max_jitter
 
 
-class _NumpyBlasOnOneThread(_SharedScope):
-    """numpy's own BLAS limited to one thread while a block runs; SciPy's, which factorises, keeps its threads.
-
-    numpy's wheel carries an OpenBLAS apart from SciPy's. Each leaves its threads spinning for a while after a call, so
-    a loop that alternates them (a kernel's dot products in numpy, then SciPy's Cholesky) has each pool's threads
-    competing with the other's for the cores: one draw of the diabetes model (n = 442) 39 ms against 16 ms with
-    numpy's on one thread, on 2 cores. A numpy that shares SciPy's BLAS (conda) is left as it is. The limit is the
-    process's (OpenBLAS has one count): blocks open in several threads set it once and restore it when the last closes.
-    """
-
-    def _first_opened(self) -> None:
-        numpy_dir = os.path.dirname(np.__file__)
-        controller = ThreadpoolController()
-        own = [lib.filepath for lib in controller.lib_controllers
-               if lib.user_api == "blas" and lib.filepath and lib.filepath.startswith((numpy_dir + os.sep, numpy_dir + ".libs" + os.sep))]
-        self.limiter = controller.select(filepath=own).limit(limits=1) if own else None
-
-    def _last_closed(self) -> None:
-        if self.limiter is not None:
-            self.limiter.restore_original_limits()
-        self.limiter = None
-
-
-_numpy_blas_on_one_thread = _NumpyBlasOnOneThread()
+def _blas_scope(n: int, m: int):
+    """Every BLAS pool on one thread for small matrices (immune to busy cores: `bayeskern._blas.SMALL_PROBLEM_MAX_N`);
+    else numpy's own pool, whose threads would compete with SciPy's."""
+    return blas_for_size(max(n, m)) if max(n, m) <= SMALL_PROBLEM_MAX_N else numpy_blas_on_one_thread()
 
 
 def _as_datasets(posterior, obs_name, obs_dim, obs_coords, kept, Xnew, log_lik, loo_draws, at_xnew):
