@@ -1,5 +1,6 @@
 """MCMC: exact LOO densities, LOO model comparison, reproducible draws, diagnostics, predictive coverage, EB vs MCMC."""
 
+import os
 
 import arviz as az
 import numpy as np
@@ -356,7 +357,7 @@ def test_the_log_density_nutpie_calls_is_the_models_and_a_non_finite_gradient_is
     assert raised.value.is_recoverable
 
 
-def test_the_chains_run_in_parallel_on_every_available_core(monkeypatch):
+def test_the_chains_run_in_parallel_on_every_available_core_unless_a_gradient_is_cheap(monkeypatch):
     import os
 
     import nutpie
@@ -373,9 +374,28 @@ def test_the_chains_run_in_parallel_on_every_available_core(monkeypatch):
     monkeypatch.setattr(_nutpie, "_compiled", lambda model: None)
     for chains in (1, 4):
         with pytest.raises(KeyboardInterrupt):
-            _nutpie.sample(None, draws=10, tune=10, chains=chains, seed=0, progressbar=False)
+            _nutpie.sample(None, draws=10, tune=10, chains=chains, seed=0, progressbar=False, n_observations=_nutpie.SEQUENTIAL_CHAINS_MAX_N + 1)
         # pm.sample would take half the cores (PyMC counts every other one a hyperthread): one on a 2-core machine
         assert asked["cores"] == min(chains, len(os.sched_getaffinity(0)))
+        # a model whose gradient is too cheap for two threads to pass Python's lock back and forth: one after the other
+        with pytest.raises(KeyboardInterrupt):
+            _nutpie.sample(None, draws=10, tune=10, chains=chains, seed=0, progressbar=False, n_observations=_nutpie.SEQUENTIAL_CHAINS_MAX_N)
+        assert asked["cores"] == 1
+
+
+def test_chains_one_after_the_other_draw_what_parallel_chains_draw(monkeypatch):
+    """Small models sample their chains in one thread (`SEQUENTIAL_CHAINS_MAX_N`): the draws must not depend on it."""
+    from bayeskern.fit import _nutpie
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: the chains run one after the other either way")
+    model = _lognormal_rbf_model(0, 20)
+    runs = []
+    for threshold in (0, 10**9):  # parallel, then one after the other
+        monkeypatch.setattr(_nutpie, "SEQUENTIAL_CHAINS_MAX_N", threshold)
+        runs.append(bk.fit.mcmc(model, draws=30, tune=30, chains=2, seed=5)["posterior"].to_dataset())
+    for name in ("amp", "ls", "s"):
+        np.testing.assert_array_equal(runs[0][name].values, runs[1][name].values)
 
 
 def test_nutpie_models_whose_shapes_follow_the_data_are_compiled_each_time(monkeypatch):
