@@ -289,12 +289,14 @@ def _specs_as_tasks(paths: list, client, seed: int | None) -> list[Path]:
 
 
 def _distinct_names(specs: list) -> None:
-    """A ValueError if two specs share a name: both reports would go to reports/<name>/."""
+    """A SpecError (a bad spec: exit 2 on the command line) if two specs share a name: both reports would go to reports/<name>/."""
+    from bayeskern.spec import SpecError
+
     seen = {}
     for spec in specs:
         if spec.name in seen:
-            raise ValueError(f"{seen[spec.name]} and {spec.path} are both named {spec.name!r}: their reports would both go to "
-                             f"reports/{spec.name}/; give one another name")
+            raise SpecError(spec.path, "name", f"{seen[spec.name]} and {spec.path} are both named {spec.name!r}: their reports would both "
+                            f"go to reports/{spec.name}/; give one another name")
         seen[spec.name] = spec.path
 
 

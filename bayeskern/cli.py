@@ -149,9 +149,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    from bayeskern import spec as specs  # here, not at the top: a process that imports this module stays light
     where: dict = {}
     try:
+        from bayeskern import spec as specs  # here, not at the top: a process that imports this module stays light
         if args.command == "run":
             run_all(args.spec, args.out, args.seed, where, args.workers, args.scheduler)
         elif args.command == "check":
@@ -159,6 +159,14 @@ def main(argv=None) -> int:
             print(f"{args.spec}: ok ({s.name}: {s.kind}, {len(s.candidates)} candidate(s))")
         else:
             list_specs(args.folder)
+    except KeyboardInterrupt as err:  # first: a Ctrl-C during the import above leaves `specs` unbound
+        from bayeskern.report.writer import Interrupted  # standard library only
+
+        if not isinstance(err, Interrupted) and "folder" in where:  # stopped before the report was being written
+            err = Interrupted.before_writing(where["folder"])
+        # a run that knows its report folder (or was writing one) says which report is in it
+        print(f"bayeskern: {err}" if isinstance(err, Interrupted) else "bayeskern: interrupted", file=sys.stderr)
+        return 130
     except specs.SpecError as err:
         print(f"bayeskern: error: {err}", file=sys.stderr)
         return 2
@@ -168,14 +176,6 @@ def main(argv=None) -> int:
     except (ValueError, OSError, RuntimeError, MemoryError) as err:
         print(f"bayeskern: error: {'out of memory: ' if isinstance(err, MemoryError) else ''}{_one_line(err)}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt as err:
-        from bayeskern.report.writer import Interrupted  # standard library only
-
-        if not isinstance(err, Interrupted) and "folder" in where:  # stopped before the report was being written
-            err = Interrupted.before_writing(where["folder"])
-        # a run that knows its report folder (or was writing one) says which report is in it
-        print(f"bayeskern: {err}" if isinstance(err, Interrupted) else "bayeskern: interrupted", file=sys.stderr)
-        return 130
     return 0
 
 

@@ -59,7 +59,9 @@ SOURCE_KEYS = {
 MAX_CSV_ROWS = 1_000_000
 
 
-def _read_csv(path: Path):
+def _read_csv(path: Path, columns: list, what: list) -> list[np.ndarray]:
+    """The named columns of a CSV file with a header row, as float arrays (one list of names per entry of `columns`;
+    `what` names them in messages: "data.x", "data.y"). Only those columns must hold numbers."""
     rows = []
     with path.open(newline="", encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not part of the first name
         try:
@@ -73,13 +75,24 @@ def _read_csv(path: Path):
     if len(rows) < 2:
         raise ValueError(f"{path} has no data rows under its header")
     header, body = rows[0], rows[1:]
-    try:
-        values = np.array([[float(v) for v in row] for row in body])
-    except ValueError as err:
-        raise ValueError(f"{path}: every value must be a number ({err})") from None
-    if values.ndim != 2 or values.shape[1] != len(header):
-        raise ValueError(f"{path}: every row must have {len(header)} values, like the header")
-    return values, header
+    ragged = next((k for k, row in enumerate(body) if len(row) != len(header)), None)
+    if ragged is not None:  # rows counted as in a text editor: the header is line 1
+        raise ValueError(f"{path}: every row must have {len(header)} values, like the header; row {ragged + 2} has {len(body[ragged])}")
+    out = []
+    for names, where in zip(columns, what, strict=True):
+        missing = [c for c in names if c not in header]
+        if missing:
+            raise ValueError(f"{where}: no column {missing[0]!r} in {path}; columns: {', '.join(header)}")
+        index = [header.index(c) for c in names]
+        values = np.empty((len(body), len(index)))
+        for k, row in enumerate(body):
+            for j, i in enumerate(index):
+                try:
+                    values[k, j] = float(row[i])
+                except ValueError:
+                    raise ValueError(f"{path}: column {header[i]!r} ({where}) must hold numbers; row {k + 2} has {row[i][:40]!r}") from None
+        out.append(values)
+    return out
 
 
 def _columns(table: np.ndarray, header, names, what: str) -> np.ndarray:
@@ -109,8 +122,8 @@ def load(source: str, base=".", n=None, seed=0, noise=0.3, path=None, x=None, y=
         if y in x:
             raise ValueError(f"the target column {y!r} is also an input (data.x)")
         file = Path(base) / path
-        table, header = _read_csv(file)
-        X, t, x_names, y_name = _columns(table, header, x, "data.x"), _columns(table, header, [y], "data.y")[:, 0], tuple(x), y
+        X, t = _read_csv(file, [list(x), [y]], ["data.x", "data.y"])
+        t, x_names, y_name = t[:, 0], tuple(x), y
         origin = f"{path}"
     elif source in PACKAGE_DATASETS:
         X, t, x_names, y_name = PACKAGE_DATASETS[source]()

@@ -182,3 +182,20 @@ def test_interrupts_say_which_report_is_in_place(tiny, tmp_path, capsys, monkeyp
     monkeypatch.setattr("bayeskern.report.write_report", swapped)
     assert cli.main(["run", str(tiny), "--out", str(out)]) == 130
     assert capsys.readouterr().err.strip() == f"bayeskern: interrupted; the new report was already complete and is in {out}/"
+
+
+def test_a_ctrl_c_during_the_first_imports_exits_130_without_a_traceback(monkeypatch, capsys):
+    """Ctrl-C in the first second of a run lands in `bayeskern.spec`'s import (a review: a KeyboardInterrupt traceback)."""
+    import bayeskern
+
+    class Interrupt:  # a meta-path finder that is asked for bayeskern.spec while Ctrl-C arrives
+        def find_spec(self, name, path=None, target=None):
+            if name == "bayeskern.spec":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "bayeskern.spec")
+    monkeypatch.delattr(bayeskern, "spec")
+    monkeypatch.setattr(sys, "meta_path", [Interrupt(), *sys.meta_path])
+    assert cli.main(["check", "any.toml"]) == 130
+    assert capsys.readouterr().err.strip() == "bayeskern: interrupted"

@@ -129,6 +129,10 @@ def test_csv_and_package_data_sources(tmp_path):
 
 BAD = [
     # (what, replacement in BASE, the key the message must name, a word of the reason)
+    ("[cv] without folds", ('sigma = "noise"', 'sigma = "noise"\n[fit.empirical_bayes]\nrestarts = 1\n[cv]\nshuffle = true'), "cv.folds", "missing"),
+    ("subtraction in a kernel", ("2.0 * RBF(lengthscale=ell)", "2.0 - RBF(lengthscale=ell)"), "model.kernel", "'-' is not allowed"),
+    ("a power in a kernel", ("2.0 * RBF(lengthscale=ell)", "RBF(lengthscale=ell) ** 2"), "model.kernel", "'**' is not allowed"),
+    ("a keyword as a prior's name", ('ell = "Gamma', 'lambda = "Gamma'), "priors.lambda", "not a keyword"),
     ("unknown kernel name", ("RBF(lengthscale=ell)", "Foo(lengthscale=ell)"), "model.kernel", "unknown name 'Foo'"),
     ("unknown top-level key", ("[data]", "colour = 1\n[data]"), "colour", "unknown key"),
     ("unknown key in a table", ("[model]", "[model]\ncolour = 1"), "model.colour", "unknown key"),
@@ -230,6 +234,29 @@ def test_a_prior_that_is_not_used_is_named(tmp_path, capsys):
     path = _write(tmp_path, BASE.replace('noise = "HalfNormal(sigma=0.5)"', 'noise = "HalfNormal(sigma=0.5)"\nspare = "HalfNormal(sigma=1.0)"'))
     assert cli.main(["check", str(path)]) == 2
     assert re.search(r"priors\.spare: declared but not used", capsys.readouterr().err)
+
+
+def test_csv_columns_a_spec_does_not_use_may_hold_text_and_bad_cells_are_named(tmp_path, capsys):
+    """Only the columns of data.x and data.y must hold numbers; a ragged row, a missing column and a text cell in a used
+    column are named (a review: an unused text column made the file unusable, and hid a missing column)."""
+    (tmp_path / "d.csv").write_text("a,b,target,label\n" + "".join(f"{i / 10},{i},{i % 3},row{i}\n" for i in range(8)))
+    (tmp_path / "ragged.csv").write_text("a,b,target,label\n0.1,1,0,x\n0.2,2,1,y,extra\n")
+    text = BASE.replace('source = "sinusoid"\nn = 8\nnoise = 0.1\nseed = 3', 'source = "csv"\npath = "d.csv"\nx = ["a", "b"]\ny = "target"')
+    data = spec.load(_write(tmp_path, text)).load_data()
+    np.testing.assert_array_equal(data.X, np.column_stack([np.arange(8) / 10, np.arange(8)]))
+    for change, message in ((('x = ["a", "b"]', 'x = ["a", "z"]'), "data.x: no column 'z'"),
+                            (('x = ["a", "b"]', 'x = ["a", "label"]'), "column 'label' (data.x) must hold numbers; row 2 has 'row0'"),
+                            (('path = "d.csv"', 'path = "ragged.csv"'), "every row must have 4 values, like the header; row 3 has 5")):
+        assert cli.main(["check", str(_write(tmp_path, text.replace(*change), "bad.toml"))]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_two_specs_of_one_name_are_a_bad_command_exit_2(tmp_path, capsys, monkeypatch):
+    first, second = _write(tmp_path, BASE, "a.toml"), _write(tmp_path, BASE, "b.toml")
+    monkeypatch.chdir(tmp_path)  # (refused before any report folder is made)
+    assert cli.main(["run", str(first), str(second)]) == 2
+    assert not (tmp_path / "reports").exists()
+    assert re.search(r"b\.toml: name: .*both named 'base'", capsys.readouterr().err)
 
 
 def test_missing_data_file_is_named(tmp_path, capsys):

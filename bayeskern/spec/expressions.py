@@ -44,6 +44,12 @@ def parse_expression(text: str, callables: dict, names: dict | None = None):
 _ALLOWED_SYNTAX = (ast.Expression, ast.Constant, ast.UnaryOp, ast.USub, ast.List, ast.Tuple, ast.BinOp, ast.Add,
                    ast.Mult, ast.Name, ast.Call, ast.keyword, ast.Load)
 
+#: how a refused operator is named in the message (the parse tree has no text for it)
+_OPERATORS = {ast.Sub: "-", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@", ast.LShift: "<<",
+              ast.RShift: ">>", ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&", ast.UAdd: "unary +", ast.Not: "not", ast.Invert: "~",
+              ast.And: "and", ast.Or: "or", ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+              ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
+
 
 def _short(text, limit: int = 80) -> str:
     """`text` on one line, cut to `limit` characters (a message quotes expressions, never pages of them)."""
@@ -84,6 +90,7 @@ def _parse_whitelisted(text: str, callables: dict) -> ast.Expression:
     if _depth(tree) > MAX_DEPTH:
         raise ValueError(f"an expression may nest at most {MAX_DEPTH} levels (a sum or product of k terms nests k levels)")
     for node in ast.walk(tree):
+        _refuse_operator(node)
         if not isinstance(node, _ALLOWED_SYNTAX) or isinstance(node, ast.Constant) and not isinstance(node.value, int | float):
             raise ValueError(f"not allowed in an expression: {_short(ast.unparse(node))!r}")
         if isinstance(node, ast.Constant) and not _finite(node.value):
@@ -91,6 +98,15 @@ def _parse_whitelisted(text: str, callables: dict) -> ast.Expression:
         if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in callables):
             raise ValueError(f"unknown name {_short(ast.unparse(node.func))!r}; known: {', '.join(sorted(callables))}")
     return tree
+
+
+def _refuse_operator(node: ast.AST) -> None:
+    """A ValueError naming the operator of `node` (a binary, unary, boolean operation or comparison) if it is not + or *
+    (or - before a number): the operator itself has no text to quote."""
+    for op in (getattr(node, "op", None), *getattr(node, "ops", ())):
+        if isinstance(op, ast.operator | ast.unaryop | ast.cmpop | ast.boolop) and not isinstance(op, _ALLOWED_SYNTAX):
+            raise ValueError(f"{_OPERATORS.get(type(op), type(op).__name__)!r} is not allowed in an expression "
+                             f"({_short(ast.unparse(node))!r}): only + and * combine kernels and numbers (and - before a number)")
 
 
 def parse_kernel(text: str, names: dict | None = None):

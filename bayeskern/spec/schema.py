@@ -1,5 +1,6 @@
 """The TOML schema of a spec: one typed, frozen record per section, each read and validated by its own reader."""
 
+import keyword
 import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -279,8 +280,9 @@ def read_priors(raw: dict, path) -> dict:
     """[priors]: name → expression of one PyMC distribution, checked for syntax (they are built with the model)."""
     priors = _get(raw, "priors", path, "", dict, {})
     for pname, text in priors.items():
-        if not pname.isidentifier():
-            raise SpecError(path, f"priors.{_short(pname, 40)}", "a prior's name must be a Python identifier")
+        if not pname.isidentifier() or keyword.iskeyword(pname):
+            raise SpecError(path, f"priors.{_short(pname, 40)}", "a prior's name must be a Python identifier, and not a keyword such as "
+                            "lambda (an expression could not use it)")
         if not isinstance(text, str):
             raise SpecError(path, f"priors.{pname}", f"must be a string such as \"HalfNormal(sigma=1.0)\", got {_short(repr(text))}")
         _check_syntax(text, path, f"priors.{pname}", PRIORS, {})
@@ -438,6 +440,6 @@ def read_cv(raw: dict, path, eb: EmpiricalBayesSettings | None) -> CVSection | N
     _known(cv, {"folds", "seed", "shuffle", "refit"}, path, "cv.")
     if eb is None:
         raise SpecError(path, "cv", "cross-validation fits each training split by empirical Bayes: [fit.empirical_bayes] is needed")
-    return CVSection(folds=_whole(cv, "folds", path, "cv.", None, 2, MAX_N_APPROX, " (folds hold at least one row)"),
+    return CVSection(folds=_whole(cv, "folds", path, "cv.", ..., 2, MAX_N_APPROX, " (folds hold at least one row)"),
                      seed=_seed(cv, "seed", path, "cv."), shuffle=_get(cv, "shuffle", path, "cv.", bool, False),
                      refit=_get(cv, "refit", path, "cv.", bool, True))
