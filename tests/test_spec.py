@@ -133,6 +133,8 @@ BAD = [
     ("subtraction in a kernel", ("2.0 * RBF(lengthscale=ell)", "2.0 - RBF(lengthscale=ell)"), "model.kernel", "'-' is not allowed"),
     ("a power in a kernel", ("2.0 * RBF(lengthscale=ell)", "RBF(lengthscale=ell) ** 2"), "model.kernel", "'**' is not allowed"),
     ("a keyword as a prior's name", ('ell = "Gamma', 'lambda = "Gamma'), "priors.lambda", "not a keyword"),
+    ("a kernel not PSD at the priors' initial values", ("2.0 * RBF(lengthscale=ell)", "-2.0 * RBF(lengthscale=ell)"), "model.kernel",
+     "at the priors' initial values: -2 * RBF(lengthscale=0.5) is not positive semi-definite on these 8 inputs"),
     ("unknown kernel name", ("RBF(lengthscale=ell)", "Foo(lengthscale=ell)"), "model.kernel", "unknown name 'Foo'"),
     ("unknown top-level key", ("[data]", "colour = 1\n[data]"), "colour", "unknown key"),
     ("unknown key in a table", ("[model]", "[model]\ncolour = 1"), "model.colour", "unknown key"),

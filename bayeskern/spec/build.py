@@ -10,7 +10,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from bayeskern import blr, datasets, features, gp
+from bayeskern import blr, checks, datasets, features, gp
 from bayeskern._compile import numpy_function
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit._initial_point import point_draws
@@ -238,6 +238,10 @@ def _check_priors(path, model: pm.Model) -> dict:
     return {rv.name: value for rv, value in zip(model.free_RVs, out[k:], strict=True)}
 
 
+#: a candidate's kernel is checked positive semi-definite on at most this many rows of X when its model is built
+PSD_CHECK_ROWS = 200
+
+
 def _numeric_at(model: pm.Model, params: dict):
     """The model's likelihood record with its priors at `params` as numbers."""
     return PlugIn(model, find_likelihood(model)[1]).numeric(params)
@@ -245,10 +249,17 @@ def _numeric_at(model: pm.Model, params: dict):
 
 def _check_at(path, key: str, candidate: str, model: pm.Model, data: datasets.Data, params: dict) -> None:
     """Build the candidate with its priors at `params` as numbers, as a fit does at every step: what does
-    not fit the data (ARD length scales for another number of columns …) is a SpecError naming `key`."""
+    not fit the data (ARD length scales for another number of columns …), or a kernel that is not positive
+    semi-definite on the first PSD_CHECK_ROWS rows of X (then not on X either: a fit could not start), is a SpecError naming `key`."""
     try:
-        _numeric_at(model, params).check_inputs(data.X)  # graphs built and shapes checked, nothing compiled
+        record = _numeric_at(model, params)
+        record.check_inputs(data.X)  # graphs built and shapes checked, nothing compiled
     except (ValueError, TypeError, IndexError) as err:
         shaped = ", ".join(f"{rv.name} {tuple(rv.type.shape)}" for rv in model.free_RVs if rv.ndim)
         hint = f" (priors with a shape: {shaped})" if shaped else ""
         raise SpecError(path, key, f"{_short(candidate)!r}: {_short(err, 300)}{hint}") from None
+    kernel = getattr(record, "kernel", None)
+    if kernel is not None:
+        result = checks.psd(kernel, data.X[:PSD_CHECK_ROWS])  # a principal submatrix of a PSD matrix is PSD
+        if not result.passed:
+            raise SpecError(path, key, f"{_short(candidate)!r} at the priors' initial values: {result.verdict}")
