@@ -20,6 +20,13 @@ def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
 
+def _out(text: str) -> str:
+    """--out: a folder's path, not empty (an empty one would silently mean the default, reports/<name>/)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must be a folder's path, got an empty one (leave --out out for reports/<name>/)")
+    return text
+
+
 def _seed(text: str) -> int:
     """--seed: a whole number in [0, MAX_SEED]."""
     from bayeskern import spec as specs
@@ -129,12 +136,23 @@ def list_specs(folder) -> None:
             print(f"{path}\tINVALID\t(file): {type(err).__name__}: {_one_line(err)}", flush=True)
 
 
+def _version() -> str:
+    """The installed distribution's version (the source tree's when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bayeskern")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bayeskern", description="Bayesian kernel methods on PyMC: run the analyses of models/*.toml.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="run a model spec and write its report", description="Fit the spec's models and write the report folder.")
     p_run.add_argument("spec", nargs="+", help="path(s) to models/*.toml specs: run one after another, or each as a task on a cluster")
-    p_run.add_argument("--out", help="report folder of a single spec (default: reports/<name>/): a new name, an empty folder or an earlier report")
+    p_run.add_argument("--out", type=_out, help="report folder of a single spec (default: reports/<name>/): a new name, an empty folder or an earlier report")
     where = p_run.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_workers, help="run the cross-validation fits on a local Dask cluster of N worker processes")
     where.add_argument("--scheduler", metavar="ADDRESS", help="run them on an existing Dask cluster (e.g. tcp://host:8786); its workers "

@@ -199,3 +199,15 @@ def test_a_ctrl_c_during_the_first_imports_exits_130_without_a_traceback(monkeyp
     monkeypatch.setattr(sys, "meta_path", [Interrupt(), *sys.meta_path])
     assert cli.main(["check", "any.toml"]) == 130
     assert capsys.readouterr().err.strip() == "bayeskern: interrupted"
+
+
+def test_version_and_an_empty_out_folder(capsys):
+    """`--version` names the installed version; `--out ""` is refused (it silently meant reports/<name>/)."""
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as shown:
+        cli.main(["--version"])
+    assert shown.value.code == 0 and capsys.readouterr().out.strip() == f"bayeskern {version('bayeskern')}"
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["run", "models/prml_sum_kernel.toml", "--out", ""])
+    assert refused.value.code == 2 and "--out: must be a folder's path, got an empty one" in capsys.readouterr().err

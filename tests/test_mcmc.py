@@ -136,6 +136,16 @@ def test_diagnostics_agree_with_arviz_and_name_what_failed(sinusoid_run):
     assert any("E-BFMI below 0.3" in p for p in bad.problems)  # a random walk in energy: very low E-BFMI
 
 
+def test_an_rhat_just_above_the_limit_is_shown_above_it(monkeypatch):
+    """R-hat 1.01005 against 1.01 read "R-hat of theta is 1.010 > 1.01" (a review): the digits that put it above are shown."""
+    rng = np.random.default_rng(0)
+    fake = xr.DataTree.from_dict({"posterior": xr.Dataset({"theta": (("chain", "draw"), rng.normal(size=(2, 100)))}),
+                                  "sample_stats": xr.Dataset({"diverging": (("chain", "draw"), np.zeros((2, 100), bool))})})
+    monkeypatch.setattr(az, "rhat", lambda dt, **kwargs: xr.Dataset({"theta": 1.01005}))
+    [said] = [p for p in bk.fit.diagnose(fake, warn=False).problems if p.startswith("R-hat")]
+    assert said == "R-hat of theta is 1.01005 > 1.01"
+
+
 def test_a_bad_parametrisation_gets_its_divergences_reported():
     # five points and wide, heavy-tailed priors on amplitude and noise: the posterior has a funnel
     # (amp → 0 with s free) that NUTS with a high step size cannot follow. Which transitions diverge is round-off

@@ -133,6 +133,8 @@ BAD = [
     ("subtraction in a kernel", ("2.0 * RBF(lengthscale=ell)", "2.0 - RBF(lengthscale=ell)"), "model.kernel", "'-' is not allowed"),
     ("a power in a kernel", ("2.0 * RBF(lengthscale=ell)", "RBF(lengthscale=ell) ** 2"), "model.kernel", "'**' is not allowed"),
     ("a keyword as a prior's name", ('ell = "Gamma', 'lambda = "Gamma'), "priors.lambda", "not a keyword"),
+    ("the same candidate twice", ('kernel = "2.0 * RBF(lengthscale=ell)"', 'kernel = ["2.0 * RBF(lengthscale=ell)", "2.0 *  RBF(lengthscale=ell)"]'),
+     "model.kernel[1]", "repeats candidate 0"),
     ("a kernel not PSD at the priors' initial values", ("2.0 * RBF(lengthscale=ell)", "-2.0 * ell * RBF(lengthscale=ell)"), "model.kernel",
      "at the priors' initial values: -1 * RBF(lengthscale=0.5) is not positive semi-definite on these 8 inputs"),
     ("unknown kernel name", ("RBF(lengthscale=ell)", "Foo(lengthscale=ell)"), "model.kernel", "unknown name 'Foo'"),

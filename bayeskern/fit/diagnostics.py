@@ -85,7 +85,8 @@ def diagnose(dt: xr.DataTree, rhat_max: float = RHAT_MAX, ess_min: float = ESS_M
     for name in rhat.data_vars:
         worst_rhat = float(np.max(rhat[name].values))
         if not worst_rhat <= rhat_max:
-            problems.append(f"R-hat of {name} is {worst_rhat:.3f} > {rhat_max}")
+            digits = next((k for k in range(3, 10) if round(worst_rhat, k) > rhat_max), 10)  # 1.01005 > 1.01, not "1.010 > 1.01"
+            problems.append(f"R-hat of {name} is {worst_rhat:.{digits}f} > {rhat_max}")
         for kind, src in (("bulk", ess_bulk), ("tail", ess_tail)):
             worst = float(np.min(src[name].values))
             if not worst >= ess_min:

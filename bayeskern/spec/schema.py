@@ -306,6 +306,9 @@ def read_model(raw: dict, path, priors: dict) -> ModelSection:
         if not isinstance(text, str):
             raise SpecError(path, key, f"must be a string, got {_short(repr(text))}")
         _check_syntax(text, path, key, callables, priors)
+        first = next(j for j, other in enumerate(texts) if isinstance(other, str) and " ".join(other.split()) == " ".join(text.split()))
+        if first < i:  # the same model twice: one row of the comparison, one entry of results.nc's candidate index
+            raise SpecError(path, key, f"repeats candidate {first} ({_short(text)!r})")
     sigma = _number_or_prior(model, "sigma", path, priors)
     prior_cov = _number_or_prior(model, "prior_cov", path, priors) if kind == "blr" else None
     used = set().union(*(_names_in(t) for t in texts)) | {v for v in (sigma, prior_cov) if isinstance(v, str)}
