@@ -128,6 +128,8 @@ def check_number(value, name: str, *, positive: bool = False, nonnegative: bool 
     if is_symbolic(value):
         if scalar and value.ndim != 0:
             raise ValueError(f"{name} must be a scalar, got a {value.ndim}-D random variable")
+        if positive or nonnegative:
+            _refuse_prior_below_zero(value, name, 'positive' if positive else 'non-negative')
         return value
     if isinstance(value, str):
         raise ValueError(f"{name} must be a number, an array or a PyMC random variable, got the string {value!r}")
@@ -145,6 +147,37 @@ def check_number(value, name: str, *, positive: bool = False, nonnegative: bool 
     if nonnegative and not np.all(a >= 0):
         raise ValueError(f"{name} must be non-negative, got {_brief(value)}")
     return a
+
+
+def _refuse_prior_below_zero(value, name: str, sign: str) -> None:
+    """A ValueError if `value` is a free random variable of the current model whose prior puts mass below 0: PyMC gives
+    a distribution on the whole real line no transform (Normal, StudentT …), a bounded one an interval (Uniform(−1, 1)).
+    A positive parameter with such a prior fits to a negative value (σ enters as σ², so −σ fits as well as σ; a negative
+    scale makes the kernel indefinite). Expressions (pm.math.exp(z)) and variables outside a model context pass."""
+    import pymc as pm
+    from pytensor.tensor.basic import NotScalarConstantError, get_underlying_scalar_constant_value
+    from pytensor.tensor.random.op import RandomVariable
+
+    if value.owner is None or not isinstance(value.owner.op, RandomVariable):
+        return
+    try:
+        model = pm.modelcontext(None)
+    except TypeError:  # no model on the context stack
+        return
+    if value not in model.rvs_to_transforms:
+        return
+    transform = model.rvs_to_transforms[value]
+    below = transform is None
+    if isinstance(transform, pm.distributions.transforms.Interval):
+        lower = transform.args_fn(*value.owner.inputs)[0]
+        try:
+            below = lower is None or float(get_underlying_scalar_constant_value(lower)) < 0.0
+        except NotScalarConstantError:  # a bound that is itself random: not decided here
+            below = False
+    if below:
+        prior = type(value.owner.op).__name__.removesuffix("RV")
+        raise ValueError(f"{name} must be {sign}, but its prior ({value.name}: {prior}) puts mass below 0: give it a prior on "
+                         "positive values (HalfNormal, Gamma, LogNormal, Exponential …) or pass pm.math.exp of a real variable")
 
 
 def check_probability(value, name: str = "prob") -> float:

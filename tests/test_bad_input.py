@@ -762,3 +762,22 @@ def test_symbolic_hyperparameters_are_still_taken():
         assert k.full(pt.as_tensor_variable(X)).ndim == 2
         with pytest.raises(ValueError, match="c must be a scalar"):
             K.Constant(pm.HalfNormal("v", 1.0, shape=2))
+
+
+def test_a_prior_that_allows_negative_values_is_refused_for_a_positive_parameter():
+    """σ with a Normal prior fitted to σ = −0.019 (σ enters as σ²), and a Normal amplitude makes the kernel indefinite (a
+    review): a free random variable whose prior puts mass below 0 (no PyMC transform, or an interval reaching below 0)
+    is refused where a positive (non-negative) parameter is asked for; positive priors and expressions pass."""
+    refused = [lambda: pm.Normal("v", 0.3, 1.0), lambda: pm.StudentT("v", nu=3.0, mu=1.0, sigma=1.0), lambda: pm.Uniform("v", -1.0, 1.0)]
+    taken = [lambda: pm.HalfNormal("v", 1.0), lambda: pm.Gamma("v", 2.0, 1.0), lambda: pm.Uniform("v", 0.01, 1.0),
+             lambda: pm.Beta("v", 2.0, 2.0), lambda: pm.math.exp(pm.Normal("v", 0.0, 1.0))]
+    uses = {"sigma": lambda v: bk.gp.marginal_likelihood("y", X, Y, K.RBF(0.3), v),
+            "lengthscale": lambda v: K.RBF(v), "scale": lambda v: v * K.RBF(0.3)}
+    for arg, use in uses.items():
+        sign = "non-negative" if arg == "scale" else "positive"
+        for make in refused:
+            with pm.Model(), pytest.raises(ValueError, match=rf"{arg} must be {sign}, but its prior \(v: \w+\) puts mass below 0"):
+                use(make())
+        for make in taken:
+            with pm.Model():
+                use(make())

@@ -282,7 +282,8 @@ psd = true
 
 
 def test_a_kernel_that_is_not_psd_gets_one_clear_line_and_no_report(tmp_path, capsys):
-    """tanh(5xᵀx′ − 1) is not positive semi-definite on these inputs: exit 1, a sentence, no traceback, no folder."""
+    """tanh(5xᵀx′ − 1) is not positive semi-definite on these inputs: found when the model is built, before any fit, so
+    a bad spec (exit 2) naming model.kernel; a sentence, no traceback, no folder."""
     (tmp_path / "s.toml").write_text("""
 [data]
 source = "sinusoid"
@@ -295,9 +296,10 @@ kind = "gp"
 kernel = "Sigmoid(a=5.0, b=-1.0)"
 sigma = "noise"
 """)
-    assert cli.main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "r")]) == 1
+    assert cli.main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "r")]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("bayeskern: error:")]
-    assert len(err) == 1 and "not positive definite" in err[0] and "Traceback" not in err[0]
+    assert len(err) == 1 and f"{tmp_path / 's.toml'}: model.kernel:" in err[0] and "not positive semi-definite" in err[0]
+    assert "Traceback" not in err[0]
     assert not (tmp_path / "r").exists()
 
 
