@@ -50,6 +50,6 @@ numpy_blas_on_one_thread = _BlasOnOneThread(numpy_only=True)
 _every_blas_on_one_thread = _BlasOnOneThread(numpy_only=False)
 
 
-def blas_for_size(n: int):
-    """Every BLAS pool on one thread for a problem of at most SMALL_PROBLEM_MAX_N rows; else nothing changes."""
-    return _every_blas_on_one_thread() if n <= SMALL_PROBLEM_MAX_N else contextlib.nullcontext()
+def blas_for_size(n: int, larger=contextlib.nullcontext):
+    """Every BLAS pool on one thread for a problem of at most SMALL_PROBLEM_MAX_N rows; else `larger()` (nothing)."""
+    return _every_blas_on_one_thread() if n <= SMALL_PROBLEM_MAX_N else larger()

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from bayeskern._blas import SMALL_PROBLEM_MAX_N, blas_for_size, numpy_blas_on_one_thread
+from bayeskern._blas import blas_for_size, numpy_blas_on_one_thread
 from bayeskern._validation import check_probability
 from bayeskern.fit._plug_in import PlugIn
 
@@ -31,7 +31,8 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
     log_lik, loo_draws = np.empty((chains, draws, n)), np.empty((chains, draws, n))
     f, y, f_mean, f_var = (np.empty((chains, len(kept), m)) for _ in range(4))
     max_jitter = 0.0
-    with warnings.catch_warnings(), _blas_scope(n, m):
+    # small matrices: every BLAS pool on one thread (immune to busy cores); else numpy's, whose threads compete with SciPy's
+    with warnings.catch_warnings(), blas_for_size(max(n, m), larger=numpy_blas_on_one_thread):
         warnings.simplefilter("ignore", RuntimeWarning)  # jitter is collected and reported once
         for c in range(chains):
             for d in range(draws):
@@ -47,12 +48,6 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
                     f_mean[c, k], f_var[c, k] = prediction.mean, prediction.var
     log_likelihood, predictive = _as_datasets(posterior, obs_name, obs_dim, obs_coords, kept, Xnew, log_lik, loo_draws, (f, y, f_mean, f_var))
     return log_likelihood, predictive, max_jitter
-
-
-def _blas_scope(n: int, m: int):
-    """Every BLAS pool on one thread for small matrices (immune to busy cores: `bayeskern._blas.SMALL_PROBLEM_MAX_N`);
-    else numpy's own pool, whose threads would compete with SciPy's."""
-    return blas_for_size(max(n, m)) if max(n, m) <= SMALL_PROBLEM_MAX_N else numpy_blas_on_one_thread()
 
 
 def _as_datasets(posterior, obs_name, obs_dim, obs_coords, kept, Xnew, log_lik, loo_draws, at_xnew):
