@@ -2,11 +2,11 @@
 
 import contextlib
 import os
+import threading
+from collections.abc import Iterator
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
-
-from bayeskern._compile import _SharedScope
 
 __all__ = ["SMALL_PROBLEM_MAX_N", "blas_for_size", "numpy_blas_on_one_thread"]
 
@@ -18,38 +18,56 @@ __all__ = ["SMALL_PROBLEM_MAX_N", "blas_for_size", "numpy_blas_on_one_thread"]
 SMALL_PROBLEM_MAX_N = 150
 
 
-class _BlasOnOneThread(_SharedScope):
-    """BLAS pools on one thread while a block runs, restored when the last overlapping block closes.
+class _OneThread:
+    """BLAS pools on one thread while blocks run, in blocks that may overlap across threads: numpy's own pool (its wheel
+    carries an OpenBLAS apart from SciPy's), or every pool. One lock and one depth per kind; the pools' limits follow the
+    widest kind still open and go back to what they were when the last block closes.
 
-    `numpy_only`: numpy's own pool (its wheel carries an OpenBLAS apart from SciPy's), SciPy's left as it is: each pool
-    leaves its threads spinning for a while after a call, so a loop that alternates them (a kernel's dot products in
-    numpy, then SciPy's Cholesky) has each pool's threads competing with the other's for the cores (one draw of the
-    diabetes model, n = 442: 39 ms against 16 ms with numpy's on one thread, on 2 cores). A numpy that shares SciPy's
-    BLAS (conda) is then left as it is. The limit is the process's (OpenBLAS has one count): blocks open in several
-    threads set it once and restore it when the last closes.
+    numpy's pool alone: each pool leaves its threads spinning for a while after a call, so a loop that alternates them (a
+    kernel's dot products in numpy, then SciPy's Cholesky) has each pool's threads competing with the other's for the
+    cores (one draw of the diabetes model, n = 442: 39 ms against 16 ms with numpy's on one thread, on 2 cores). A numpy
+    that shares SciPy's BLAS (conda) is then left as it is. The limit is the process's (OpenBLAS has one count).
     """
 
-    def __init__(self, numpy_only: bool):
-        super().__init__()
-        self.numpy_only = numpy_only
+    def __init__(self):
+        self.lock, self.depth, self.applied, self.limiter = threading.Lock(), {"numpy": 0, "every": 0}, None, None
 
-    def _first_opened(self) -> None:
-        numpy_dir = os.path.dirname(np.__file__)
-        controller = ThreadpoolController()
-        pools = [lib.filepath for lib in controller.lib_controllers if lib.user_api == "blas" and lib.filepath
-                 and (not self.numpy_only or lib.filepath.startswith((numpy_dir + os.sep, numpy_dir + ".libs" + os.sep)))]
-        self.limiter = controller.select(filepath=pools).limit(limits=1) if pools else None
+    @contextlib.contextmanager
+    def __call__(self, kind: str) -> Iterator[None]:
+        with self.lock:
+            self.depth[kind] += 1
+            self._apply()
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.depth[kind] -= 1
+                self._apply()
 
-    def _last_closed(self) -> None:
+    def _apply(self) -> None:
+        wanted = "every" if self.depth["every"] else "numpy" if self.depth["numpy"] else None
+        if wanted == self.applied:
+            return
         if self.limiter is not None:
             self.limiter.restore_original_limits()
-        self.limiter = None
+            self.limiter = None
+        if wanted is not None:
+            numpy_dir = os.path.dirname(np.__file__)
+            controller = ThreadpoolController()
+            pools = [lib.filepath for lib in controller.lib_controllers if lib.user_api == "blas" and lib.filepath
+                     and (wanted == "every" or lib.filepath.startswith((numpy_dir + os.sep, numpy_dir + ".libs" + os.sep)))]
+            self.limiter = controller.select(filepath=pools).limit(limits=1) if pools else None
+        self.applied = wanted
 
 
-numpy_blas_on_one_thread = _BlasOnOneThread(numpy_only=True)
-_every_blas_on_one_thread = _BlasOnOneThread(numpy_only=False)
+_one_thread = _OneThread()
+
+
+def numpy_blas_on_one_thread():
+    """numpy's own BLAS pool on one thread while the block runs; SciPy's as it is."""
+    return _one_thread("numpy")
 
 
 def blas_for_size(n: int, larger=contextlib.nullcontext):
     """Every BLAS pool on one thread for a problem of at most SMALL_PROBLEM_MAX_N rows; else `larger()` (nothing)."""
-    return _every_blas_on_one_thread() if n <= SMALL_PROBLEM_MAX_N else larger()
+    return _one_thread("every") if n <= SMALL_PROBLEM_MAX_N else larger()

@@ -150,34 +150,26 @@ def check_number(value, name: str, *, positive: bool = False, nonnegative: bool 
 
 
 def _refuse_prior_below_zero(value, name: str, sign: str) -> None:
-    """A ValueError if `value` is a free random variable of the current model whose prior puts mass below 0: PyMC gives
-    a distribution on the whole real line no transform (Normal, StudentT …), a bounded one an interval (Uniform(−1, 1)).
-    A positive parameter with such a prior fits to a negative value (σ enters as σ², so −σ fits as well as σ; a negative
-    scale makes the kernel indefinite). Expressions (pm.math.exp(z)) and variables outside a model context pass."""
-    import pymc as pm
-    from pytensor.tensor.basic import NotScalarConstantError, get_underlying_scalar_constant_value
+    """A ValueError if `value` is a continuous random variable whose prior puts mass below 0: one PyMC gives no default
+    transform (its support is the real line: Normal, StudentT …) or an interval reaching below 0 (Uniform(−1, 1)), however
+    the model was told to transform it. A positive parameter with such a prior fits to a negative value (σ enters as σ²,
+    so −σ fits as well as σ; a negative scale makes the kernel indefinite). Expressions (pm.math.exp(z)), discrete priors
+    and bounds that are themselves random pass."""
+    from pymc.distributions.transforms import Interval, _default_transform
+    from pytensor.graph.basic import Constant
     from pytensor.tensor.random.op import RandomVariable
 
-    if value.owner is None or not isinstance(value.owner.op, RandomVariable):
+    if value.owner is None or not isinstance(value.owner.op, RandomVariable) or not value.dtype.startswith("float"):
         return
-    try:
-        model = pm.modelcontext(None)
-    except TypeError:  # no model on the context stack
-        return
-    if value not in model.rvs_to_transforms:
-        return
-    transform = model.rvs_to_transforms[value]
+    transform = _default_transform(value.owner.op, value)
     below = transform is None
-    if isinstance(transform, pm.distributions.transforms.Interval):
+    if isinstance(transform, Interval):
         lower = transform.args_fn(*value.owner.inputs)[0]
-        try:
-            below = lower is None or float(get_underlying_scalar_constant_value(lower)) < 0.0
-        except NotScalarConstantError:  # a bound that is itself random: not decided here
-            below = False
+        below = lower is None or isinstance(lower, Constant) and float(np.min(lower.data)) < 0.0
     if below:
         prior = type(value.owner.op).__name__.removesuffix("RV")
         raise ValueError(f"{name} must be {sign}, but its prior ({value.name}: {prior}) puts mass below 0: give it a prior on "
-                         "positive values (HalfNormal, Gamma, LogNormal, Exponential …) or pass pm.math.exp of a real variable")
+                         "positive values (HalfNormal, Gamma, LogNormal, Exponential, TruncatedNormal with lower=0 …)")
 
 
 def check_probability(value, name: str = "prob") -> float:

@@ -770,7 +770,9 @@ def test_a_prior_that_allows_negative_values_is_refused_for_a_positive_parameter
     is refused where a positive (non-negative) parameter is asked for; positive priors and expressions pass."""
     refused = [lambda: pm.Normal("v", 0.3, 1.0), lambda: pm.StudentT("v", nu=3.0, mu=1.0, sigma=1.0), lambda: pm.Uniform("v", -1.0, 1.0)]
     taken = [lambda: pm.HalfNormal("v", 1.0), lambda: pm.Gamma("v", 2.0, 1.0), lambda: pm.Uniform("v", 0.01, 1.0),
-             lambda: pm.Beta("v", 2.0, 2.0), lambda: pm.math.exp(pm.Normal("v", 0.0, 1.0))]
+             lambda: pm.Beta("v", 2.0, 2.0), lambda: pm.math.exp(pm.Normal("v", 0.0, 1.0)),
+             lambda: pm.HalfNormal("v", 1.0, default_transform=None),  # the support decides, not the model's transform
+             lambda: pm.TruncatedNormal("v", 0.0, 1.0, lower=0.0)]
     uses = {"sigma": lambda v: bk.gp.marginal_likelihood("y", X, Y, K.RBF(0.3), v),
             "lengthscale": lambda v: K.RBF(v), "scale": lambda v: v * K.RBF(0.3)}
     for arg, use in uses.items():
@@ -781,3 +783,5 @@ def test_a_prior_that_allows_negative_values_is_refused_for_a_positive_parameter
         for make in taken:
             with pm.Model():
                 use(make())
+    with pm.Model(), pytest.raises(ValueError, match=r"lengthscale must be positive, but its prior \(v: Uniform\)"):
+        K.RBF(pm.Uniform("v", np.array([-1.0, 0.5]), 2.0, shape=2))  # ARD length scales: a vector bound, by its smallest

@@ -84,3 +84,14 @@ def test_evidence_approximation_keeps_the_highest_of_several_fixed_points():
     assert [round(o.log_marginal_likelihood, 2) for o in fit.optima] == [-11.36, -24.43]
     np.testing.assert_allclose(fit.optima[1].log_marginal_likelihood, -minus_log_evidence(np.log(list(fit.optima[1].params.values()))), atol=1e-9)
     assert sum(o.starts for o in fit.optima) == 10  # the caller's start and the nine fixed ones, none dropped
+
+
+def test_the_result_is_a_listed_fixed_point_when_some_start_converged():
+    """From the local maximum (−24.43) with maxiter = 5, that start converges and the others do not: the result is that
+    fixed point, converged and first in `optima` (a review found an unconverged run returned while `optima` listed only
+    the converged one)."""
+    X, t = bk.datasets.sinusoid(n=25, noise=0.2, seed=0)
+    fit = evidence_approximation(F.Monomials(degree=3), X, t, alpha=0.6358603, beta=3.518852, maxiter=5)
+    assert fit.converged and len(fit.optima) >= 1
+    assert (fit.alpha, fit.beta) == (fit.optima[0].params["alpha"], fit.optima[0].params["beta"])
+    assert fit.log_marginal_likelihood == fit.optima[0].log_marginal_likelihood

@@ -129,6 +129,17 @@ def test_the_draw_loop_puts_numpys_own_blas_on_one_thread_and_leaves_scipys():
         assert threads()["numpy"] == 1  # b still runs
         b.__exit__(None, None, None)
         assert threads() == before  # restored once the last closed, not left at one thread
+        # a draws' loop (numpy's pool) and a small fit (every pool) overlapping in two threads, closed in the other order:
+        # every pool stays on one thread while the fit runs, and all are restored at the end (they leaked before)
+        from bayeskern._blas import blas_for_size
+
+        loop, fit = _numpy_blas_on_one_thread(), blas_for_size(10)
+        loop.__enter__()
+        fit.__enter__()
+        loop.__exit__(None, None, None)
+        assert threads()["numpy"] == threads()["scipy"] == 1
+        fit.__exit__(None, None, None)
+        assert threads() == before
 
 
 def test_a_small_problem_runs_every_blas_pool_on_one_thread(monkeypatch):

@@ -133,6 +133,8 @@ BAD = [
     ("subtraction in a kernel", ("2.0 * RBF(lengthscale=ell)", "2.0 - RBF(lengthscale=ell)"), "model.kernel", "'-' is not allowed"),
     ("a power in a kernel", ("2.0 * RBF(lengthscale=ell)", "RBF(lengthscale=ell) ** 2"), "model.kernel", "'**' is not allowed"),
     ("a keyword as a prior's name", ('ell = "Gamma', 'lambda = "Gamma'), "priors.lambda", "not a keyword"),
+    ("a prior below 0 on sigma", ('noise = "HalfNormal(sigma=0.5)"', 'noise = "Normal(mu=0.3, sigma=0.1)"'), "priors.noise",
+     "sigma must be positive, but its prior (noise: Normal) puts mass below 0"),
     ("the same candidate twice", ('kernel = "2.0 * RBF(lengthscale=ell)"', 'kernel = ["2.0 * RBF(lengthscale=ell)", "2.0 *  RBF(lengthscale=ell)"]'),
      "model.kernel[1]", "repeats candidate 0"),
     ("a kernel not PSD at the priors' initial values", ("2.0 * RBF(lengthscale=ell)", "-2.0 * ell * RBF(lengthscale=ell)"), "model.kernel",

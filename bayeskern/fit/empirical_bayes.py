@@ -668,12 +668,12 @@ def _refine(obs, objective: _Objective, plug_in: PlugIn, runs: list, maxiter: in
     return runs, plug_in
 
 
-def _group_optima(runs: list) -> list[tuple]:
-    """Runs whose objectives differ by less than LML_SAME are one optimum: (best run of it, number of starts)."""
+def _group_optima(runs: list, objective=lambda res: res.fun) -> list[tuple]:
+    """Runs (best first) whose objectives differ by less than LML_SAME are one optimum: (best run of it, number of starts)."""
     optima: list[tuple] = []
     for res in runs:
         for k, (other, count) in enumerate(optima):
-            if abs(res.fun - other.fun) < LML_SAME:
+            if abs(objective(res) - objective(other)) < LML_SAME:
                 optima[k] = (other, count + 1)
                 break
         else:

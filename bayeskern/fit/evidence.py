@@ -1,6 +1,5 @@
 """Bishop's evidence approximation for Bayesian linear regression: fixed-point re-estimation of α and β."""
 
-import dataclasses
 import warnings
 from dataclasses import dataclass
 
@@ -62,13 +61,13 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     and keep the fixed point of highest evidence.
 
     `features`: φ, a feature map or callable X → Φ (n, M). `alpha`, `beta`: the first start; the others are fixed
-    (`START_NOISE_FRACTIONS` × `START_SHRINKAGES`, scaled to var(t) and ΦᵀΦ), so the result depends on the data only.
-    The evidence can have several maxima: `optima` lists the distinct fixed points, best first, and a FitWarning says
-    when there is more than one. A start that runs off to α or β → ∞ is dropped, unless it is the first (then its
+    (`START_NOISE_FRACTIONS` × `START_SHRINKAGES`, scaled to var(t) and ΦᵀΦ). The evidence can have several maxima:
+    `optima` lists the distinct fixed points the starts converged to, best first, and a FitWarning says when there is
+    more than one; the result is the best of them (a start that did not converge is the result only when none did). A start that runs off to α or β → ∞ is dropped, unless it is the first (then its
     ValueError is raised). The eigenvalues of ΦᵀΦ are computed once; each iteration costs O(nM).
     """
     from bayeskern import blr
-    from bayeskern.fit.empirical_bayes import LML_SAME, Optimum
+    from bayeskern.fit.empirical_bayes import Optimum, _group_optima
 
     X = as_inputs(X, "X")
     t = as_targets(y, X.shape[0], "y")
@@ -90,18 +89,12 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
             runs.append(_fixed_point(problem, *start))
         except ValueError:  # ran off to α or β → ∞ from this start
             continue
-    fitted = sorted(((blr.condition(features, X, t, sigma=r[1] ** -0.5, prior_cov=1.0 / r[0]), r) for r in runs),
-                    key=lambda f: -f[0].log_marginal_likelihood)
-    optima = []
-    for model, (a, b, _, converged, _) in fitted:
-        if not converged:  # not a fixed point (yet): only the best start's is reported, through `converged`
-            continue
-        lml = model.log_marginal_likelihood
-        same = next((k for k, o in enumerate(optima) if abs(o.log_marginal_likelihood - lml) < LML_SAME), None)
-        if same is None:
-            optima.append(Optimum({"alpha": a, "beta": b}, lml, lml, True, 1))
-        else:
-            optima[same] = dataclasses.replace(optima[same], starts=optima[same].starts + 1)
+    rows = blr.DesignRows(features, X, t, Phi)
+    # converged runs first (a fixed point), each group by evidence, best first
+    fitted = sorted(((blr._condition_on(features, X, t, r[1] ** -0.5, 1.0 / r[0], rows), r) for r in runs),
+                    key=lambda f: (not f[1][3], -f[0].log_marginal_likelihood))
+    optima = [Optimum({"alpha": r[0], "beta": r[1]}, model.log_marginal_likelihood, model.log_marginal_likelihood, True, count)
+              for (model, r), count in _group_optima([f for f in fitted if f[1][3]], lambda f: -f[0].log_marginal_likelihood)]
     best, (alpha, beta, iterations, converged, change) = fitted[0]
     if not converged:
         warnings.warn(

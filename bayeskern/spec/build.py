@@ -12,6 +12,7 @@ import pytensor.tensor as pt
 
 from bayeskern import blr, checks, datasets, features, gp
 from bayeskern._compile import numpy_function
+from bayeskern._validation import _refuse_prior_below_zero
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit._initial_point import point_draws
 from bayeskern.likelihood import find_likelihood
@@ -136,6 +137,10 @@ def _role(spec: "Spec", key: str, names: dict, fits, why: str):
     rv = names[value]
     if not fits(rv):
         raise SpecError(spec.path, f"model.{key}", f"the prior {value!r} has shape {tuple(rv.type.shape)}, but {why}")
+    try:  # σ and Σ are positive: a prior below 0 is the prior's fault, named as such
+        _refuse_prior_below_zero(rv, key, "positive")
+    except ValueError as err:
+        raise SpecError(spec.path, f"priors.{value}", str(err)) from None
     return rv
 
 
