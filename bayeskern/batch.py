@@ -295,8 +295,10 @@ def _distinct_names(specs: list) -> None:
     seen = {}
     for spec in specs:
         if spec.name in seen:
-            raise SpecError(spec.path, "name", f"{seen[spec.name]} and {spec.path} are both named {spec.name!r}: their reports would both "
-                            f"go to reports/{spec.name}/; give one another name")
+            if Path(seen[spec.name]).resolve() == Path(spec.path).resolve():
+                raise SpecError(spec.path, "(file)", "given twice on the command line")
+            raise SpecError(spec.path, "name", f"{seen[spec.name]} and {spec.path} are both named {spec.name!r} (a spec without "
+                            f"name is named after its file): their reports would both go to reports/{spec.name}/; give one another name")
         seen[spec.name] = spec.path
 
 

@@ -164,6 +164,9 @@ class BLRLikelihood(Likelihood):
     def condition(self) -> "WeightSpaceBLR":
         return _condition_on(self.features, self.X, self.y, float(self.sigma), self.prior_cov, self.rows)
 
+    def size(self) -> int:
+        return max(len(self.y), self.rows.M)  # n × n or M × M, and Φ (n × M) in between
+
     def on_rows(self, rows: np.ndarray) -> "BLRLikelihood":
         held = None if self.rows.Phi is None else self.rows.Phi[rows]
         return replace(self, X=self.X[rows], y=self.y[rows], rows=DesignRows(self.features, self.X[rows], self.y[rows], held))

@@ -136,19 +136,11 @@ def list_specs(folder) -> None:
             print(f"{path}\tINVALID\t(file): {type(err).__name__}: {_one_line(err)}", flush=True)
 
 
-def _version() -> str:
-    """The installed distribution's version (the source tree's when not installed)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("bayeskern")
-    except PackageNotFoundError:
-        return "(not installed)"
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bayeskern", description="Bayesian kernel methods on PyMC: run the analyses of models/*.toml.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    from bayeskern import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="run a model spec and write its report", description="Fit the spec's models and write the report folder.")
     p_run.add_argument("spec", nargs="+", help="path(s) to models/*.toml specs: run one after another, or each as a task on a cluster")
@@ -170,6 +162,10 @@ def main(argv=None) -> int:
     where: dict = {}
     try:
         from bayeskern import spec as specs  # here, not at the top: a process that imports this module stays light
+    except KeyboardInterrupt:  # Ctrl-C in the first second of a run lands here
+        print("bayeskern: interrupted", file=sys.stderr)
+        return 130
+    try:
         if args.command == "run":
             run_all(args.spec, args.out, args.seed, where, args.workers, args.scheduler)
         elif args.command == "check":
@@ -177,14 +173,6 @@ def main(argv=None) -> int:
             print(f"{args.spec}: ok ({s.name}: {s.kind}, {len(s.candidates)} candidate(s))")
         else:
             list_specs(args.folder)
-    except KeyboardInterrupt as err:  # first: a Ctrl-C during the import above leaves `specs` unbound
-        from bayeskern.report.writer import Interrupted  # standard library only
-
-        if not isinstance(err, Interrupted) and "folder" in where:  # stopped before the report was being written
-            err = Interrupted.before_writing(where["folder"])
-        # a run that knows its report folder (or was writing one) says which report is in it
-        print(f"bayeskern: {err}" if isinstance(err, Interrupted) else "bayeskern: interrupted", file=sys.stderr)
-        return 130
     except specs.SpecError as err:
         print(f"bayeskern: error: {err}", file=sys.stderr)
         return 2
@@ -194,6 +182,14 @@ def main(argv=None) -> int:
     except (ValueError, OSError, RuntimeError, MemoryError) as err:
         print(f"bayeskern: error: {'out of memory: ' if isinstance(err, MemoryError) else ''}{_one_line(err)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as err:
+        from bayeskern.report.writer import Interrupted  # standard library only
+
+        if not isinstance(err, Interrupted) and "folder" in where:  # stopped before the report was being written
+            err = Interrupted.before_writing(where["folder"])
+        # a run that knows its report folder (or was writing one) says which report is in it
+        print(f"bayeskern: {err}" if isinstance(err, Interrupted) else "bayeskern: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -61,13 +61,16 @@ MAX_CSV_ROWS = 1_000_000
 
 def _read_csv(path: Path, columns: list, what: list) -> list[np.ndarray]:
     """The named columns of a CSV file with a header row, as float arrays (one list of names per entry of `columns`;
-    `what` names them in messages: "data.x", "data.y"). Only those columns must hold numbers."""
-    rows = []
+    `what` names them in messages: "data.x", "data.y"). Only those columns must hold numbers; messages give the file's
+    line numbers."""
+    rows, lines = [], []
     with path.open(newline="", encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not part of the first name
+        reader = csv.reader(f)
         try:
-            for row in csv.reader(f):
+            for row in reader:
                 if any(cell.strip() for cell in row):  # blank lines skipped
                     rows.append(row)
+                    lines.append(reader.line_num)  # the line the row ends on (a quoted field may span lines)
                 if len(rows) > MAX_CSV_ROWS + 1:
                     raise ValueError(f"{path} has more than {MAX_CSV_ROWS:,} rows")
         except csv.Error as err:  # e.g. a field larger than the csv module's limit
@@ -76,30 +79,35 @@ def _read_csv(path: Path, columns: list, what: list) -> list[np.ndarray]:
         raise ValueError(f"{path} has no data rows under its header")
     header, body = rows[0], rows[1:]
     ragged = next((k for k, row in enumerate(body) if len(row) != len(header)), None)
-    if ragged is not None:  # rows counted as in a text editor: the header is line 1
-        raise ValueError(f"{path}: every row must have {len(header)} values, like the header; row {ragged + 2} has {len(body[ragged])}")
+    if ragged is not None:
+        raise ValueError(f"{path}: every row must have {len(header)} values, like the header; line {lines[ragged + 1]} has {len(body[ragged])}")
     out = []
     for names, where in zip(columns, what, strict=True):
-        missing = [c for c in names if c not in header]
-        if missing:
-            raise ValueError(f"{where}: no column {missing[0]!r} in {path}; columns: {', '.join(header)}")
-        index = [header.index(c) for c in names]
+        index = _column_indices(header, names, f"{where} of {path}")
         values = np.empty((len(body), len(index)))
         for k, row in enumerate(body):
             for j, i in enumerate(index):
                 try:
                     values[k, j] = float(row[i])
                 except ValueError:
-                    raise ValueError(f"{path}: column {header[i]!r} ({where}) must hold numbers; row {k + 2} has {row[i][:40]!r}") from None
+                    raise ValueError(f"{path}: column {header[i]!r} ({where}) must hold numbers; line {lines[k + 1]} has "
+                                     f"{row[i][:40]!r}") from None
         out.append(values)
     return out
 
 
+def _column_indices(header, names, what: str) -> list[int]:
+    """The positions of `names` in `header`: a ValueError naming a column that is missing, or that the header has twice."""
+    header = list(header)
+    for c in names:
+        if header.count(c) != 1:
+            problem = f"no column {c!r}" if c not in header else f"the header has the column {c!r} {header.count(c)} times"
+            raise ValueError(f"{what}: {problem}; columns: {', '.join(header)}")
+    return [header.index(c) for c in names]
+
+
 def _columns(table: np.ndarray, header, names, what: str) -> np.ndarray:
-    missing = [c for c in names if c not in header]
-    if missing:
-        raise ValueError(f"{what}: no column {missing[0]!r}; columns: {', '.join(header)}")
-    return table[:, [list(header).index(c) for c in names]]
+    return table[:, _column_indices(header, names, what)]
 
 
 def load(source: str, base=".", n=None, seed=0, noise=0.3, path=None, x=None, y=None, standardize=False) -> Data:

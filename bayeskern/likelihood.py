@@ -44,6 +44,11 @@ class Likelihood(ABC):
     def condition(self):
         """The conditioned model (`bayeskern.conditioned.Conditioned`) of a numeric record."""
 
+    def size(self) -> int:
+        """The largest dimension of the matrices one evaluation or one conditioning works on (n here): what decides
+        whether the problem is small (`bayeskern._blas.SMALL_PROBLEM_MAX_N`)."""
+        return len(self.y)
+
     def rows_per_evaluation(self) -> int:
         """How many data rows one evaluation of the log density passes over (n; 0 when it works from statistics)."""
         return len(self.y)
@@ -52,8 +57,9 @@ class Likelihood(ABC):
         """The same model — hyperparameters, basis, inducing points — on the data rows `rows` only (a training split)."""
         return dataclasses.replace(self, X=self.X[rows], y=self.y[rows])
 
-    def fit_warnings(self) -> list[str]:
-        """What a numeric record at fitted hyperparameters finds wrong with its own approximation (none for an exact model)."""
+    def fit_warnings(self, conditioned=None) -> list[str]:
+        """What a numeric record at fitted hyperparameters finds wrong with its own approximation (none for an exact model);
+        `conditioned`: the model conditioned there, when the caller holds it already."""
         return []
 
     def refined(self, numeric: "Likelihood") -> "Likelihood | None":

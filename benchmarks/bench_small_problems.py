@@ -87,10 +87,10 @@ def chains(sizes: list, repeats: int) -> None:
         def run(sequential):
             def go():
                 with exact_arithmetic():
-                    _nutpie.sample(model, 1000, 1000, 2, 1, False, n_observations=0 if sequential else 10**9)
+                    _nutpie.sample(model, 1000, 1000, 2, 1, False, problem_size=0 if sequential else 10**9)
             return go
 
-        saved, _nutpie.SEQUENTIAL_CHAINS_MAX_N = _nutpie.SEQUENTIAL_CHAINS_MAX_N, 0  # n_observations decides: 0 ≤ 0
+        saved, _nutpie.SEQUENTIAL_CHAINS_MAX_N = _nutpie.SEQUENTIAL_CHAINS_MAX_N, 0  # problem_size decides: 0 ≤ 0
         try:
             run(True)()  # compile (or load) once, not timed
             times = _alternate({"one": run(True), "two": run(False)}, repeats)

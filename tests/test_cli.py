@@ -207,7 +207,7 @@ def test_version_and_an_empty_out_folder(capsys):
 
     with pytest.raises(SystemExit) as shown:
         cli.main(["--version"])
-    assert shown.value.code == 0 and capsys.readouterr().out.strip() == f"bayeskern {version('bayeskern')}"
+    assert shown.value.code == 0 and capsys.readouterr().out.strip() == f"bayeskern {version('bayeskern')}"  # the installed one
     with pytest.raises(SystemExit) as refused:
         cli.main(["run", "models/prml_sum_kernel.toml", "--out", ""])
     assert refused.value.code == 2 and "--out: must be a folder's path, got an empty one" in capsys.readouterr().err

@@ -384,12 +384,12 @@ def test_the_chains_run_in_parallel_on_every_available_core_unless_a_gradient_is
     monkeypatch.setattr(_nutpie, "_compiled", lambda model: None)
     for chains in (1, 4):
         with pytest.raises(KeyboardInterrupt):
-            _nutpie.sample(None, draws=10, tune=10, chains=chains, seed=0, progressbar=False, n_observations=_nutpie.SEQUENTIAL_CHAINS_MAX_N + 1)
+            _nutpie.sample(None, draws=10, tune=10, chains=chains, seed=0, progressbar=False, problem_size=_nutpie.SEQUENTIAL_CHAINS_MAX_N + 1)
         # pm.sample would take half the cores (PyMC counts every other one a hyperthread): one on a 2-core machine
         assert asked["cores"] == min(chains, len(os.sched_getaffinity(0)))
         # a model whose gradient is too cheap for two threads to pass Python's lock back and forth: one after the other
         with pytest.raises(KeyboardInterrupt):
-            _nutpie.sample(None, draws=10, tune=10, chains=chains, seed=0, progressbar=False, n_observations=_nutpie.SEQUENTIAL_CHAINS_MAX_N)
+            _nutpie.sample(None, draws=10, tune=10, chains=chains, seed=0, progressbar=False, problem_size=_nutpie.SEQUENTIAL_CHAINS_MAX_N)
         assert asked["cores"] == 1
 
 

@@ -135,7 +135,7 @@ BAD = [
     ("a keyword as a prior's name", ('ell = "Gamma', 'lambda = "Gamma'), "priors.lambda", "not a keyword"),
     ("a prior below 0 on sigma", ('noise = "HalfNormal(sigma=0.5)"', 'noise = "Normal(mu=0.3, sigma=0.1)"'), "priors.noise",
      "sigma must be positive, but its prior (noise: Normal) puts mass below 0"),
-    ("the same candidate twice", ('kernel = "2.0 * RBF(lengthscale=ell)"', 'kernel = ["2.0 * RBF(lengthscale=ell)", "2.0 *  RBF(lengthscale=ell)"]'),
+    ("the same candidate twice", ('kernel = "2.0 * RBF(lengthscale=ell)"', 'kernel = ["2.0 * RBF(lengthscale=ell)", "2.0*RBF( lengthscale = ell )"]'),
      "model.kernel[1]", "repeats candidate 0"),
     ("a kernel not PSD at the priors' initial values", ("2.0 * RBF(lengthscale=ell)", "-2.0 * ell * RBF(lengthscale=ell)"), "model.kernel",
      "at the priors' initial values: -1 * RBF(lengthscale=0.5) is not positive semi-definite on these 8 inputs"),
@@ -247,12 +247,16 @@ def test_csv_columns_a_spec_does_not_use_may_hold_text_and_bad_cells_are_named(t
     column are named (a review: an unused text column made the file unusable, and hid a missing column)."""
     (tmp_path / "d.csv").write_text("a,b,target,label\n" + "".join(f"{i / 10},{i},{i % 3},row{i}\n" for i in range(8)))
     (tmp_path / "ragged.csv").write_text("a,b,target,label\n0.1,1,0,x\n0.2,2,1,y,extra\n")
+    (tmp_path / "blank.csv").write_text("a,b,target,label\n\n0.1,1,0,x\n\n0.2,two,1,y\n")  # blank lines are skipped
+    (tmp_path / "twice.csv").write_text("a,b,a,target\n0.1,1,0,0\n0.2,2,1,1\n")
     text = BASE.replace('source = "sinusoid"\nn = 8\nnoise = 0.1\nseed = 3', 'source = "csv"\npath = "d.csv"\nx = ["a", "b"]\ny = "target"')
     data = spec.load(_write(tmp_path, text)).load_data()
     np.testing.assert_array_equal(data.X, np.column_stack([np.arange(8) / 10, np.arange(8)]))
-    for change, message in ((('x = ["a", "b"]', 'x = ["a", "z"]'), "data.x: no column 'z'"),
-                            (('x = ["a", "b"]', 'x = ["a", "label"]'), "column 'label' (data.x) must hold numbers; row 2 has 'row0'"),
-                            (('path = "d.csv"', 'path = "ragged.csv"'), "every row must have 4 values, like the header; row 3 has 5")):
+    for change, message in ((('x = ["a", "b"]', 'x = ["a", "z"]'), "no column 'z'"),
+                            (('x = ["a", "b"]', 'x = ["a", "label"]'), "column 'label' (data.x) must hold numbers; line 2 has 'row0'"),
+                            (('path = "d.csv"', 'path = "ragged.csv"'), "every row must have 4 values, like the header; line 3 has 5"),
+                            (('path = "d.csv"', 'path = "blank.csv"'), "column 'b' (data.x) must hold numbers; line 5 has 'two'"),
+                            (('path = "d.csv"', 'path = "twice.csv"'), "the header has the column 'a' 2 times")):
         assert cli.main(["check", str(_write(tmp_path, text.replace(*change), "bad.toml"))]) == 2
         assert message in capsys.readouterr().err
 
@@ -263,6 +267,8 @@ def test_two_specs_of_one_name_are_a_bad_command_exit_2(tmp_path, capsys, monkey
     assert cli.main(["run", str(first), str(second)]) == 2
     assert not (tmp_path / "reports").exists()
     assert re.search(r"b\.toml: name: .*both named 'base'", capsys.readouterr().err)
+    assert cli.main(["run", str(first), str(first)]) == 2
+    assert re.search(r"a\.toml: \(file\): given twice on the command line", capsys.readouterr().err)
 
 
 def test_missing_data_file_is_named(tmp_path, capsys):

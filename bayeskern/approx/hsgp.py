@@ -451,7 +451,7 @@ class HSGPLikelihood(KernelLikelihood):
     def rows_per_evaluation(self) -> int:
         return 0  # the log density reads ΦᵀΦ, Φᵀt, tᵀt: O(M³), whatever n
 
-    def fit_warnings(self) -> list[str]:
+    def fit_warnings(self, conditioned=None) -> list[str]:
         """Fitted length scales the basis does not resolve by PyMC's `approx_hsgp_hyperparams` rule, one message per column;
         none for an automatic basis, which the fit re-chose at its optimum (`refined`)."""
         if self.approx.automatic:

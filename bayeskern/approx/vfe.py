@@ -7,6 +7,7 @@ the conditioned model is the package's weight-space solver, with the trace term 
 evidence and k(x, x) − φ(x)ᵀφ(x) added to its predictive variance (the VFE/DTC predictive).
 """
 
+import os
 import warnings
 from dataclasses import dataclass, field
 
@@ -33,7 +34,9 @@ DEFAULT_N_INDUCING = 300
 KMEANS_POINTS_PER_CENTER = 50
 
 
-#: a RuntimeWarning (a FitWarning at an EB optimum) when the jitter δ on K_uu costs the bound at least this many nats:
+#: the package's folder: a warning is reported at the first line outside it
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: a RuntimeWarning (a FitWarning at an EB optimum) when the jitter δ on K_uu costs the trace term at least this many nats:
 #: a Bayes factor of e between models compared by their bounds
 JITTER_COST_WARNING = 1.0
 
@@ -91,7 +94,7 @@ class InducingPosterior(WeightSpaceBLR):
     PyMC do, so that close inducing points keep the bound's gradient stable; Q is then the Nyström kernel of K_uu + δI,
     still ≤ K). `jitter_trace_cost`: a lower bound on the nats of `trace_term` that come from δ rather than from the
     inducing points, δ·‖(K_uu + δI)⁻¹K_uf‖²_F/(2σ²); it grows as σ⁻², and a RuntimeWarning says when it reaches
-    JITTER_COST_WARNING (then the bound is looser than VFE's without δ by at least that much). The
+    JITTER_COST_WARNING (the log N(t | 0, Q + σ²I) term moves the other way, by less in the cases measured). The
     predictive of f at x adds k(x, x) − φ(x)ᵀφ(x) to the BLR's variance (Titsias 2009, eq. 6). Leave-one-out
     is that of the training model N(0, Q + σ²I).
     """
@@ -112,13 +115,14 @@ class InducingPosterior(WeightSpaceBLR):
         P = features.projection
         self.jitter_trace_cost = features.jitter * float(np.sum((P.T @ P) * rows.gram)) / (2.0 * sigma**2)
         if self.jitter_trace_cost >= JITTER_COST_WARNING:
-            warnings.warn(self.jitter_message(), RuntimeWarning, stacklevel=5)  # past VFE.condition, gp.condition and its wrapper
+            warnings.warn(self.jitter_message(), RuntimeWarning, skip_file_prefixes=(_PACKAGE,))  # at the caller's line
 
     def jitter_message(self) -> str:
         """What `jitter_trace_cost` means for the bound, for a warning."""
-        return (f"the VFE bound is at least {self.jitter_trace_cost:.3g} nats below what these inducing points give without the "
-                f"jitter δ = {self.inducing_jitter:.3g} on K_uu (its share of the trace term tr(K − Q)/(2σ²) grows as 1/σ², "
-                f"σ = {self.sigma:.3g} here): with noise this small, use fewer or farther-apart inducing points, or the exact GP")
+        return (f"the jitter δ = {self.inducing_jitter:.3g} on K_uu adds at least {self.jitter_trace_cost:.3g} nats to the VFE bound's "
+                f"trace term tr(K − Q)/(2σ²), which these inducing points would not miss without it (it grows as 1/σ², σ = "
+                f"{self.sigma:.3g} here), so the bound is that much looser in that term: with noise this small, use fewer or "
+                "farther-apart inducing points, or the exact GP")
 
     def _latent(self, Xnew, full_cov):
         Phi_new = design_matrix(self.features, Xnew)
@@ -235,9 +239,10 @@ class VFELikelihood(KernelLikelihood):
     def condition(self) -> InducingPosterior:
         return InducingPosterior(self.kernel, self.inducing, self.X, self.y, float(self.sigma))
 
-    def fit_warnings(self) -> list[str]:
-        """The jitter on K_uu costing the bound JITTER_COST_WARNING nats or more at these (fitted) hyperparameters."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # said here, once
-            conditioned = self.condition()
+    def fit_warnings(self, conditioned=None) -> list[str]:
+        """The jitter on K_uu costing the trace term JITTER_COST_WARNING nats or more at these (fitted) hyperparameters."""
+        if conditioned is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # said here, once
+                conditioned = self.condition()
         return [conditioned.jitter_message()] if conditioned.jitter_trace_cost >= JITTER_COST_WARNING else []

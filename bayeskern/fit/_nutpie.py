@@ -35,7 +35,7 @@ from bayeskern.fit._initial_point import point_draws
 
 __all__ = ["sample"]
 
-#: with at most this many observations nutpie's chains run one after the other, in one thread: a gradient is then so
+#: with at most this many observations (the likelihood record's `size`) nutpie's chains run one after the other, in one thread: a gradient is then so
 #: cheap that two chain threads spend their time handing Python's lock (each call enters Python, ~20 µs) to each
 #: other. The seeds' sum kernel, 2 chains × 1000 + 1000 on this 2-core machine: n = 25 0.95 s in one thread against
 #: 1.8 s in two, n = 50 1.85 against 2.0–2.2 s; n = 100 5.3–5.5 against 3.2–3.4 s, n = 200 20–21 against 12 s
@@ -48,10 +48,10 @@ _MODELS_LOCK = threading.Lock()
 
 
 def sample(model, draws: int, tune: int, chains: int, seed: int, progressbar: bool, target_accept: float | None = None,
-           n_observations: int | None = None):
+           problem_size: int | None = None):
     """What `pm.sample(draws, tune, chains, random_seed=seed, nuts_sampler="nutpie")` returns, the same draws, with
     nutpie's compiled model reused from an earlier model of the same structure, and a chain per available core (one
-    after the other with at most SEQUENTIAL_CHAINS_MAX_N `n_observations`)."""
+    after the other when the record's `problem_size` — n, or M for a BLR of more features — is at most SEQUENTIAL_CHAINS_MAX_N)."""
     import nutpie
 
     compile_started = time.perf_counter()
@@ -62,7 +62,7 @@ def sample(model, draws: int, tune: int, chains: int, seed: int, progressbar: bo
     # hyperthread: on a 2-core machine, one core, the chains one after the other). The draws do not depend on it
     first_seed = int([rng.integers(2**30) for rng in get_random_generator(seed).spawn(chains)][0])
     started = time.time()
-    sequential = n_observations is not None and n_observations <= SEQUENTIAL_CHAINS_MAX_N
+    sequential = problem_size is not None and problem_size <= SEQUENTIAL_CHAINS_MAX_N
     idata = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains, cores=1 if sequential else min(_cores(), chains), seed=first_seed,
                           save_warmup=False, store_unconstrained=False, progress_bar=progressbar,
                           **({} if target_accept is None else {"target_accept": target_accept}))

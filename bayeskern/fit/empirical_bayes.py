@@ -616,7 +616,7 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
         compile_seconds = time.perf_counter() - started
         # the objective's large temporaries kept from one evaluation to the next, let go at the end; a small problem's BLAS
         # on one thread (`bayeskern._blas`: as fast, and not slowed 10× by cores busy with other work)
-        with reused_arrays(), blas_for_size(len(record.y)):
+        with reused_arrays(), blas_for_size(record.size()):
             runs = _optimise(model, objective, restarts, seed, maxiter)
             runs, plug_in = _refine(obs, objective, plug_in, runs, maxiter)
         result = _result(objective, plug_in, runs, include_prior, time_started=started, compile_seconds=compile_seconds)
@@ -743,7 +743,7 @@ def _warn(result: EmpiricalBayesResult) -> None:
             FitWarning,
             stacklevel=3,
         )
-    for message in result.plug_in.numeric(result.params).fit_warnings():
+    for message in result.plug_in.numeric(result.params).fit_warnings(result.conditioned):
         warnings.warn(message, FitWarning, stacklevel=3)
     if len(result.optima) > 1:
         second = result.optima[1]

@@ -80,7 +80,7 @@ def mcmc(
     # sampler's functions are compiled without fastmath, so the draws do not depend on the compile cache
     with threadpool_limits(1) if sampler == "nutpie" else contextlib.nullcontext(), exact_arithmetic(), untraced():
         if sampler == "nutpie" and set(sample_kwargs) <= {"target_accept"}:  # pm.sample's draws, compiled once per structure
-            dt = _nutpie.sample(model, draws, tune, chains, seed, progressbar, n_observations=len(record.y), **sample_kwargs)
+            dt = _nutpie.sample(model, draws, tune, chains, seed, progressbar, problem_size=record.size(), **sample_kwargs)
         else:
             dt = pm.sample(
                 draws=draws, tune=tune, chains=chains, random_seed=seed, nuts_sampler=sampler, model=model,

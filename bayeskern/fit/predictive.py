@@ -32,7 +32,7 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
     f, y, f_mean, f_var = (np.empty((chains, len(kept), m)) for _ in range(4))
     max_jitter = 0.0
     # small matrices: every BLAS pool on one thread (immune to busy cores); else numpy's, whose threads compete with SciPy's
-    with warnings.catch_warnings(), blas_for_size(max(n, m), larger=numpy_blas_on_one_thread):
+    with warnings.catch_warnings(), blas_for_size(max(plug_in.record.size(), m), larger=numpy_blas_on_one_thread):
         warnings.simplefilter("ignore", RuntimeWarning)  # jitter is collected and reported once
         for c in range(chains):
             for d in range(draws):

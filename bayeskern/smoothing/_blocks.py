@@ -46,9 +46,10 @@ class SmoothingWarning(UserWarning):
     """A smoother's tuning parameter was chosen at the edge of its search grid."""
 
 
-#: a score whose two candidates at the chosen end of a grid differ by at most this (relative) has reached its limit
-#: there: a wider grid would not choose differently (Nadaraya–Watson's leave-one-out error on an evenly spaced design
-#: as h → 0, where the fit tends to averaging each point's nearest neighbours)
+#: a score whose two candidates at the chosen end of a grid differ by at most this fraction of the score's range over the
+#: grid has reached its limit there: a wider grid would not choose differently (Nadaraya–Watson's leave-one-out error on
+#: an evenly spaced design as h → 0, where the fit tends to averaging each point's nearest neighbours). Relative to the
+#: range, not to the score: a log-likelihood's value moves with the units of X, its differences do not
 FLAT_AT_EDGE = 1e-6
 
 
@@ -63,19 +64,19 @@ def warn_at_grid_edge(grid: np.ndarray, best: int, what: str, hint: str = "", sc
         return
     if len(grid) > 1 and best in (0, len(grid) - 1):
         end, neighbour = ("lower", 1) if best == 0 else ("upper", len(grid) - 2)
-        change = np.inf if scores is None else _relative_change(scores[best], scores[neighbour])
-        flat = change <= FLAT_AT_EDGE
-        advice = (f"the score no longer changes there (by {change:.1g} relative to the next "
-                  "candidate): it has reached its limit, so the data do not pin this choice down; give a value instead"
-                  if flat else f"widen it{hint}")
+        change = np.inf if scores is None else _change_in_range(scores, best, neighbour)
+        advice = (f"the score no longer changes there (by {change:.1g} of its range over the grid to the next candidate): it "
+                  "has reached its limit, so the data do not pin this choice down; give a value instead"
+                  if change <= FLAT_AT_EDGE else f"widen it{hint}")
         warnings.warn(f"{what} {grid[best]:.4g} is at the {end} end of the candidate grid: {advice}", SmoothingWarning, stacklevel=3)
 
 
-def _relative_change(a: float, b: float) -> float:
-    """|b − a| / |a| (0 where a = b, inf where a = 0 ≠ b or either is not finite)."""
-    if not (np.isfinite(a) and np.isfinite(b)):
+def _change_in_range(scores, best: int, neighbour: int) -> float:
+    """|score[neighbour] − score[best]| as a fraction of the finite scores' range (inf where either is not finite)."""
+    finite = np.asarray(scores)[np.isfinite(scores)]
+    if not (np.isfinite(scores[best]) and np.isfinite(scores[neighbour])) or finite.max() == finite.min():
         return np.inf
-    return 0.0 if a == b else abs(b - a) / abs(a) if a != 0 else np.inf
+    return float(abs(scores[neighbour] - scores[best]) / (finite.max() - finite.min()))
 
 
 def power_of_two(v):

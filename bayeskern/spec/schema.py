@@ -1,5 +1,6 @@
 """The TOML schema of a spec: one typed, frozen record per section, each read and validated by its own reader."""
 
+import ast
 import keyword
 import tomllib
 from dataclasses import asdict, dataclass, fields
@@ -306,8 +307,8 @@ def read_model(raw: dict, path, priors: dict) -> ModelSection:
         if not isinstance(text, str):
             raise SpecError(path, key, f"must be a string, got {_short(repr(text))}")
         _check_syntax(text, path, key, callables, priors)
-        first = next(j for j, other in enumerate(texts) if isinstance(other, str) and " ".join(other.split()) == " ".join(text.split()))
-        if first < i:  # the same model twice: one row of the comparison, one entry of results.nc's candidate index
+        first = next(j for j, other in enumerate(texts) if ast.dump(ast.parse(other, mode="eval")) == ast.dump(ast.parse(text, mode="eval")))
+        if first < i:  # the same expression twice, however spaced: the same model, compared with itself
             raise SpecError(path, key, f"repeats candidate {first} ({_short(text)!r})")
     sigma = _number_or_prior(model, "sigma", path, priors)
     prior_cov = _number_or_prior(model, "prior_cov", path, priors) if kind == "blr" else None
