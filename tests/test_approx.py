@@ -183,10 +183,13 @@ def test_a_fitted_length_scale_the_basis_cannot_resolve_is_reported_with_pymcs_n
         bk.gp.marginal_likelihood("y", X, y, amp * bk.kernels.RBF(ell), sigma, approx=bk.approx.HSGP(m=10, c=1.5))
         with pytest.warns(bk.fit.FitWarning, match=r"length scale .* not resolved by the basis \(m = 10, L = 7.5") as caught:
             eb = bk.fit.empirical_bayes(restarts=1, seed=0)
-    # PyMC's rule at the fitted ℓ on the data's half-range S = 5, scaled from its c to this box's c = 1.5
+    # PyMC's rule at the fitted ℓ on the data's half-range S = 5: the fit took the long length scale (ℓ ≈ 32, the
+    # wiggles as noise), for which m = 10 suffices (the rule's m scaled from its c to this box's c = 1.5) and the box does
+    # not, L = c·S ≥ c_rule·S: the warning names L and asks for a larger c
     from pymc.gp.hsgp_approx import approx_hsgp_hyperparams
     m_rule, c_rule = approx_hsgp_hyperparams([-5.0, 5.0], [eb.params["ell"], eb.params["ell"] * (1 + 1e-9)], "expquad")
-    assert any(f"m ≥ {int(np.ceil(m_rule * 1.5 / c_rule))}" in str(w.message) for w in caught)
+    assert int(np.ceil(m_rule * 1.5 / c_rule)) <= 10 and 1.5 < c_rule
+    assert any(f"asks for L ≥ {c_rule * 5.0:.3g}; refit with a larger c," in str(w.message) for w in caught)
 
 
 def test_a_basis_that_resolves_the_fitted_length_scale_stays_quiet():
@@ -196,6 +199,10 @@ def test_a_basis_that_resolves_the_fitted_length_scale_stays_quiet():
     short = record.with_values(lambda v: {**values, "ell": 0.05}[v.name])  # the rule asks m ≥ 140
     (message,) = short.fit_warnings()
     assert "0.05 of RBF in column 0" in message and "m = 50" in message
+    assert "asks for m ≥ 139;" in message and "a larger m," in message  # only what falls short is named (L = 3.97 suffices)
+    long = record.with_values(lambda v: {**values, "ell": 3.0}[v.name])  # the box too small for ℓ = 3: L, so c
+    (message,) = long.fit_warnings()
+    assert "asks for L ≥ 9.6;" in message and "a larger c," in message and "m ≥" not in message
 
 
 def test_streamed_rows_give_the_numbers_of_the_held_design_matrix(monkeypatch):

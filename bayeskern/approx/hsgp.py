@@ -202,11 +202,14 @@ def _resolution(node: Kernel, basis: HilbertBasis, S: np.ndarray) -> list[str]:
     for k in range(len(L)):
         needed_m, c_rule = _pymc_rule(S[k], ell[k], ell[k], _RULES[type(node)], L[k] / S[k])
         needed_L = c_rule * S[k]
-        if m[k] < needed_m or L[k] < needed_L * (1 - 1e-9):
+        short = [what for what, fails in ((f"m ≥ {needed_m}", m[k] < needed_m), (f"L ≥ {needed_L:.3g}", L[k] < needed_L * (1 - 1e-9)))
+                 if fails]
+        if short:  # name what falls short, and the setting that raises it (L = c·S)
+            raise_it = " and ".join(s for s, fails in (("m", m[k] < needed_m), ("c", L[k] < needed_L * (1 - 1e-9))) if fails)
             messages.append(
                 f"HSGP: the fitted length scale {ell[k]:.3g} of {type(node).__name__} in column {k} is not resolved by the basis "
-                f"(m = {m[k]}, L = {L[k]:.3g}, data half-range {S[k]:.3g}): PyMC's rule asks for m ≥ {needed_m} and L ≥ "
-                f"{needed_L:.3g}; refit with a larger m or c, or measure the error with bayeskern.checks.approximation_error"
+                f"(m = {m[k]}, L = {L[k]:.3g}, data half-range {S[k]:.3g}): PyMC's rule asks for {' and '.join(short)}; refit with "
+                f"a larger {raise_it}, or measure the error with bayeskern.checks.approximation_error"
             )
     return messages
 

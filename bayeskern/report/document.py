@@ -102,8 +102,9 @@ def _eb_vs_mcmc(summary: dict) -> list[tuple]:
     if cmp is None:
         return []
     gap = "" if cmp["max_mean_gap_sd"] is None else (
-        f" On the grid the two predictive means differ by at most {_num(cmp['max_mean_gap_sd'], 3)} MCMC sd; "
-        f"sd_EB / sd_MCMC ranges {_num(cmp['sd_ratio'][0], 3)} … {_num(cmp['sd_ratio'][2], 3)} (median {_num(cmp['sd_ratio'][1], 3)}).")
+        f" On the grid the two posteriors of f (without the noise) differ in mean by at most {_num(cmp['max_mean_gap_sd'], 3)} "
+        f"MCMC sd of f; their sd_EB / sd_MCMC ranges {_num(cmp['sd_ratio'][0], 3)} … {_num(cmp['sd_ratio'][2], 3)} "
+        f"(median {_num(cmp['sd_ratio'][1], 3)}).")
     return [("h2", "Empirical Bayes against MCMC"),
             ("table", ["hyperparameter", "EB θ̂", "posterior mean", "posterior sd", "95% interval", "z = (θ̂ − mean)/sd", "θ̂ inside"],
              [[n, _num(r["eb"]), _num(r["mean"]), _num(r["sd"]), f"{_num(r['lower'])} … {_num(r['upper'])}",

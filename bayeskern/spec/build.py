@@ -59,7 +59,7 @@ def _check_data(spec: "Spec", data: datasets.Data) -> None:
     if n > (MAX_N if spec.approx is None else MAX_N_APPROX):
         raise SpecError(spec.path, "data.n", f"the data have {n:,} rows and at most {MAX_N:,} can be analysed by an exact GP "
                                              f"(n × n matrices; {MAX_N_APPROX:,} with model.approx, e.g. \"HSGP(m=200, c=1.5)\"): "
-                                             "set data.n to analyse a random subset")
+                                             f"{'set data.n to at most ' + format(MAX_N, ',') + ' for a random subset' if spec.approx is None else 'set data.n lower for a random subset'}")
     if spec.cv is not None and spec.cv.folds > n:
         raise SpecError(spec.path, "cv.folds", f"must be at most the number of data rows ({n:,}), got {spec.cv.folds:,}")
     if spec.grid is not None and d != 1:
