@@ -2,17 +2,20 @@
 
 import dataclasses
 import functools
+import os
 
 import numpy as np
 from pytensor.graph.basic import Variable
 
 __all__ = [
-    "NonFiniteError", "as_array", "as_inputs", "as_targets", "check_finite_result", "check_flag", "check_integer", "check_kernel", "check_model",
+    "NonFiniteError", "PACKAGE_DIR", "as_array", "as_inputs", "as_targets", "check_finite_result", "check_flag", "check_integer", "check_kernel", "check_model",
     "check_name", "check_number", "check_prior_cov", "check_probability", "check_seed", "check_sigma", "check_squarable", "check_weight_precision", "int_seed", "is_symbolic",
     "numerical_failure", "offset_ratio", "rng_from", "same_columns",
 ]
 
 #: dtype kinds numpy converts to float64 without losing anything but precision: bool, ints, floats
+#: the package's folder: warnings.warn(..., skip_file_prefixes=(PACKAGE_DIR,)) reports at the caller's first line outside it
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _REAL_KINDS = "biuf"
 
 

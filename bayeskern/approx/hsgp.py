@@ -21,7 +21,7 @@ from pymc.gp.hsgp_approx import approx_hsgp_hyperparams, calc_eigenvalues
 from bayeskern._compile import draw
 from bayeskern._linalg import TINY
 from bayeskern._parameterised import bind_given
-from bayeskern._validation import as_inputs, as_targets, check_kernel, check_name, check_number, check_sigma, is_symbolic
+from bayeskern._validation import PACKAGE_DIR, as_inputs, as_targets, check_kernel, check_name, check_number, check_sigma, is_symbolic
 from bayeskern.blr import DesignRows, WeightSpaceBLR, log_evidence_from_statistics
 from bayeskern.features import FeatureMap
 from bayeskern.kernels import RBF, Constant, FeatureKernel, Kernel, Linear, Matern32, Matern52, Scaled, Sum
@@ -300,7 +300,11 @@ class HSGP:
 
         `box_of`: the inputs whose range sets the box and m (X if None) — all the data, when X is a subsample.
         """
-        return self._record(kernel, X, t, sigma, box_of).condition()
+        record = self._record(kernel, X, t, sigma, box_of)
+        for message in record.fit_warnings():  # a basis given by the caller, short of PyMC's rule at these length scales
+            warnings.warn(message.replace("the fitted length scale", "the length scale").replace("refit with", "use"),
+                          RuntimeWarning, skip_file_prefixes=(PACKAGE_DIR,))
+        return record.condition()
 
     def _record(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma, box_of: np.ndarray | None = None) -> "HSGPLikelihood":
         """The likelihood record: the basis for `box_of` (X if None) and the statistics of Φ(X) with t; an automatic basis

@@ -7,7 +7,6 @@ the conditioned model is the package's weight-space solver, with the trace term 
 evidence and k(x, x) − φ(x)ᵀφ(x) added to its predictive variance (the VFE/DTC predictive).
 """
 
-import os
 import warnings
 from dataclasses import dataclass, field
 
@@ -19,7 +18,7 @@ from pytensor.compile.builders import OpFromGraph
 from pytensor.tensor.linalg import cholesky, solve_triangular
 
 from bayeskern._linalg import exact_cholesky, solve_lower
-from bayeskern._validation import as_inputs, as_targets, check_integer, check_kernel, check_name, check_sigma, is_symbolic, numerical_failure, same_columns
+from bayeskern._validation import PACKAGE_DIR, as_inputs, as_targets, check_integer, check_kernel, check_name, check_sigma, is_symbolic, numerical_failure, same_columns
 from bayeskern.approx._titsias import INDUCING_JITTER, titsias_bound
 from bayeskern.blr import DesignRows, WeightSpaceBLR
 from bayeskern.features import KernelProjection, design_matrix
@@ -34,8 +33,6 @@ DEFAULT_N_INDUCING = 300
 KMEANS_POINTS_PER_CENTER = 50
 
 
-#: the package's folder: a warning is reported at the first line outside it
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: a RuntimeWarning (a FitWarning at an EB optimum) when the jitter δ on K_uu costs the trace term at least this many nats:
 #: a Bayes factor of e between models compared by their bounds
 JITTER_COST_WARNING = 1.0
@@ -115,7 +112,7 @@ class InducingPosterior(WeightSpaceBLR):
         P = features.projection
         self.jitter_trace_cost = features.jitter * float(np.sum((P.T @ P) * rows.gram)) / (2.0 * sigma**2)
         if self.jitter_trace_cost >= JITTER_COST_WARNING:
-            warnings.warn(self.jitter_message(), RuntimeWarning, skip_file_prefixes=(_PACKAGE,))  # at the caller's line
+            warnings.warn(self.jitter_message(), RuntimeWarning, skip_file_prefixes=(PACKAGE_DIR,))  # at the caller's line
 
     def jitter_message(self) -> str:
         """What `jitter_trace_cost` means for the bound, for a warning."""
