@@ -423,3 +423,10 @@ def test_nutpie_models_whose_shapes_follow_the_data_are_compiled_each_time(monke
         runs.append(bk.fit.mcmc(model, draws=30, tune=30, chains=1, seed=1))
     assert len(compiles) == 2
     assert [dt["posterior"]["scaled_x"].shape[-1] for dt in runs] == [20, 31]
+
+
+def test_one_credible_mass_by_default():
+    """compare_eb_mcmc and predictive_bands take the report's 0.95 when not told (compare_eb_mcmc took 0.94, a review)."""
+    import inspect
+
+    assert {inspect.signature(f).parameters["prob"].default for f in (bk.fit.compare_eb_mcmc, bk.fit.predictive_bands)} == {0.95}

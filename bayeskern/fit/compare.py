@@ -38,8 +38,9 @@ class EBvsMCMC:
         return record_dict(self)
 
 
-def compare_eb_mcmc(eb: EmpiricalBayesResult, dt: xr.DataTree, prob: float = 0.94) -> EBvsMCMC:
-    """Compare an `empirical_bayes` result with a `bayeskern.fit.mcmc` DataTree of the same model."""
+def compare_eb_mcmc(eb: EmpiricalBayesResult, dt: xr.DataTree, prob: float = 0.95) -> EBvsMCMC:
+    """Compare an `empirical_bayes` result with a `bayeskern.fit.mcmc` DataTree of the same model; `prob`: the central
+    interval's mass, 0.95 as `predictive_bands` and the report (ArviZ 1's own default is 0.89)."""
     if not isinstance(eb, EmpiricalBayesResult):
         raise ValueError(f"eb must be the result of bayeskern.fit.empirical_bayes, got {type(eb).__name__}")
     if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children or "log_likelihood" not in dt.children:
