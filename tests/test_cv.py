@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+import xarray as xr
 from threadpoolctl import threadpool_limits
 
 import bayeskern as bk
@@ -99,6 +100,15 @@ def test_the_report_ranks_the_candidates_with_differences_and_their_standard_err
     assert other["elpd_diff"] == pytest.approx(np.sum(diff), rel=1e-12) and other["dse"] == pytest.approx(np.sqrt(24 * np.var(diff)), rel=1e-12)
     assert summary["cross_validation"]["shuffle"] is True and summary["cross_validation"]["fold_sizes"] == [8, 8, 8]
     assert "Cross-validation" in (folder / "report.md").read_text()
+    # results.nc holds the same numbers as arrays: pointwise densities, elpd and se per candidate, each row's fold
+    with xr.open_datatree(folder / "results.nc") as dt:
+        held = dt["cross_validation"].to_dataset().load()
+    for row in table:
+        one = held.sel(candidate=row["candidate"])
+        assert float(one["elpd_kfold"]) == row["elpd_kfold"] and float(one["elpd_kfold_se"]) == row["se"]
+        np.testing.assert_array_equal(one["pointwise_elpd"].values, next(r for r in a.cv if r.candidate == row["candidate"]).pointwise)
+        assert [float(one["pointwise_elpd"].values[held["fold"].values == k].sum()) for k in range(3)] == pytest.approx(row["fold_elpd"], rel=1e-12)
+    assert held.attrs["folds"] == 3 and held.attrs["seed"] == 9
 
 
 def test_a_candidate_that_fails_on_a_fold_is_reported_and_the_run_exits_1(tmp_path, monkeypatch, capsys):

@@ -55,7 +55,9 @@ def summary(a, files: list[str]) -> dict:
 
 
 def results_tree(a) -> xr.DataTree:
-    """The MCMC DataTree (if any) with groups added: `data`, `candidates`, `empirical_bayes`, `predictions`, `checks`."""
+    """The MCMC DataTree (if any) with groups added: `data`, `candidates`, `empirical_bayes`, `predictions`, `checks`,
+    `cross_validation` (with [cv]: each candidate's held-out log predictive density per observation, NaN for a failed
+    candidate, its elpd_kfold and se, and the fold of each observation)."""
     dt = a.idata.copy() if a.idata is not None else xr.DataTree()
     dt.attrs = {**dt.attrs, "bayeskern_spec": a.spec.name, "bayeskern_seed": int(a.seed)}
     obs = np.arange(len(a.data.y))
@@ -88,4 +90,24 @@ def results_tree(a) -> xr.DataTree:
         checks["loo_pit"] = ("obs", a.loo_pit)
     if checks:
         dt["checks"] = xr.DataTree(xr.Dataset(checks, coords={"obs": obs} if a.loo_pit is not None else {}))
+    if a.cv is not None:
+        dt["cross_validation"] = xr.DataTree(_cross_validation(a, obs))
     return dt
+
+
+def _cross_validation(a, obs: np.ndarray) -> xr.Dataset:
+    """The K-fold results as arrays (summary.json holds the same numbers as its ranked table)."""
+    pointwise = np.full((len(a.cv), len(obs)), np.nan)
+    for i, result in enumerate(a.cv):
+        if result.pointwise is not None:
+            pointwise[i] = result.pointwise
+    fold = np.empty(len(obs), dtype=np.int64)
+    for k, rows in enumerate(a.cv_folds):
+        fold[rows] = k
+    elpd, se = ([np.nan if v is None else v for v in (getattr(r, name) for r in a.cv)] for name in ("elpd", "se"))
+    spec = a.spec.cv
+    return xr.Dataset(
+        {"pointwise_elpd": (("candidate", "obs"), pointwise), "elpd_kfold": ("candidate", np.asarray(elpd, float)),
+         "elpd_kfold_se": ("candidate", np.asarray(se, float)), "fold": ("obs", fold)},
+        coords={"candidate": [r.candidate for r in a.cv], "obs": obs},
+        attrs={"folds": spec.folds, "shuffle": int(spec.shuffle), "seed": spec.seed, "refit": int(spec.refit)})
