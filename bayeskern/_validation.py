@@ -13,9 +13,9 @@ __all__ = [
     "numerical_failure", "offset_ratio", "rng_from", "same_columns",
 ]
 
-#: dtype kinds numpy converts to float64 without losing anything but precision: bool, ints, floats
 #: the package's folder: warnings.warn(..., skip_file_prefixes=(PACKAGE_DIR,)) reports at the caller's first line outside it
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+#: dtype kinds numpy converts to float64 without losing anything but precision: bool, ints, floats
 _REAL_KINDS = "biuf"
 
 
@@ -132,7 +132,7 @@ def check_number(value, name: str, *, positive: bool = False, nonnegative: bool 
         if scalar and value.ndim != 0:
             raise ValueError(f"{name} must be a scalar, got a {value.ndim}-D random variable")
         if positive or nonnegative:
-            _refuse_prior_below_zero(value, name, 'positive' if positive else 'non-negative')
+            _refuse_prior_below_zero(value, name, "positive" if positive else "non-negative")
         return value
     if isinstance(value, str):
         raise ValueError(f"{name} must be a number, an array or a PyMC random variable, got the string {value!r}")

@@ -137,9 +137,9 @@ def list_specs(folder) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bayeskern", description="Bayesian kernel methods on PyMC: run the analyses of models/*.toml.")
     from bayeskern import __version__
 
+    parser = argparse.ArgumentParser(prog="bayeskern", description="Bayesian kernel methods on PyMC: run the analyses of models/*.toml.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="run a model spec and write its report", description="Fit the spec's models and write the report folder.")

@@ -129,7 +129,7 @@ def test_the_audit_measures_what_a_too_small_basis_gets_wrong():
     """m = 4 cannot resolve ℓ = 0.71 on this range: the audit fails it, and its mean error is the measured one."""
     Xnew = np.linspace(-2.0, 3.0, 50)
     audit = bk.checks.approximation_error(PRML, bk.approx.HSGP(m=4, c=1.5), X1, Y1, 0.15, Xnew=Xnew)
-    with pytest.warns(RuntimeWarning, match=r"length scale 0.707 .* asks for m ≥ 9; use a larger m"):  # PyMC's rule says so too
+    with pytest.warns(RuntimeWarning, match=r"length scale 0.707 .* asks for m ≥ 9; condition with a larger m"):  # PyMC's rule says so too
         measured = bk.gp.condition(PRML, X1, Y1, 0.15, approx=bk.approx.HSGP(m=4, c=1.5)).predict(Xnew).mean
     exact = bk.gp.condition(PRML, X1, Y1, 0.15).predict(Xnew).mean
     assert not audit.passed
@@ -367,7 +367,7 @@ def test_conditioning_on_a_basis_short_of_pymcs_rule_warns_where_the_error_is_la
     error is 0.12 against the tolerance 0.01 — a RuntimeWarning at the caller's line; with c = 2.0 the rule holds, the
     error is 0.003, and nothing is said. `approximation_error`, which measures the error itself, does not repeat it."""
     X, t = bk.datasets.sinusoid(n=25, noise=0.2, seed=0)
-    with pytest.warns(RuntimeWarning, match=r"the length scale 0.3 of RBF .* asks for L ≥ 0.96; use a larger c") as caught:
+    with pytest.warns(bk.approx.hsgp.ShortBasisWarning, match=r"the length scale 0.3 of RBF .* asks for L ≥ 0.96; condition with a larger c") as caught:
         bk.gp.condition(bk.kernels.RBF(0.3), X, t, sigma=0.2, approx=bk.approx.HSGP(m=120, c=1.5))
     assert caught[0].filename == __file__
     with warnings.catch_warnings():

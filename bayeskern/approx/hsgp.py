@@ -27,7 +27,7 @@ from bayeskern.features import FeatureMap
 from bayeskern.kernels import RBF, Constant, FeatureKernel, Kernel, Linear, Matern32, Matern52, Scaled, Sum
 from bayeskern.likelihood import KernelLikelihood, attach
 
-__all__ = ["HSGP", "HSGPLikelihood", "HilbertBasis"]
+__all__ = ["HSGP", "HSGPLikelihood", "HilbertBasis", "ShortBasisWarning"]
 
 #: the kernels HSGP approximates by their spectral density, with PyMC's names for `approx_hsgp_hyperparams`
 _RULES = {RBF: "expquad", Matern52: "matern52", Matern32: "matern32"}
@@ -193,23 +193,28 @@ def _lengthscale_range(kernel: Kernel) -> tuple[float, float, str]:
     return float(min(low)), float(max(high)), rule
 
 
-def _resolution(node: Kernel, basis: HilbertBasis, S: np.ndarray) -> list[str]:
+class ShortBasisWarning(RuntimeWarning):
+    """An HSGP basis given by the caller that PyMC's rule finds too small for the length scales it is conditioned at."""
+
+
+def _resolution(node: Kernel, basis: HilbertBasis, S: np.ndarray, fitted: bool) -> list[str]:
     """The columns where `node`'s numeric length scale ℓ needs more than `basis` has by PyMC's rule (data half-range S):
-    a box of half-width L ≥ c_rule·S, c_rule = max(a₁ℓ/S, 1.2), and m ≥ m_rule·(L/S)/c_rule functions (m ∝ c at fixed ℓ)."""
+    a box of half-width L ≥ c_rule·S, c_rule = max(a₁ℓ/S, 1.2), and m ≥ m_rule·(L/S)/c_rule functions (m ∝ c at fixed ℓ).
+    Each message names what falls short and the setting that raises it (L = c·S); `fitted`: ℓ is a fit's optimum."""
     L, m = basis.parameters()["L"], basis.m
     ell = np.broadcast_to(np.asarray(node.hyperparameters["lengthscale"], dtype=np.float64), L.shape)
     messages = []
     for k in range(len(L)):
         needed_m, c_rule = _pymc_rule(S[k], ell[k], ell[k], _RULES[type(node)], L[k] / S[k])
         needed_L = c_rule * S[k]
-        short = [what for what, fails in ((f"m ≥ {needed_m}", m[k] < needed_m), (f"L ≥ {needed_L:.3g}", L[k] < needed_L * (1 - 1e-9)))
-                 if fails]
-        if short:  # name what falls short, and the setting that raises it (L = c·S)
-            raise_it = " and ".join(s for s, fails in (("m", m[k] < needed_m), ("c", L[k] < needed_L * (1 - 1e-9))) if fails)
+        short = [(f"m ≥ {needed_m}", "m")] if m[k] < needed_m else []
+        short += [(f"L ≥ {needed_L:.3g}", "c")] if L[k] < needed_L * (1 - 1e-9) else []
+        if short:
             messages.append(
-                f"HSGP: the fitted length scale {ell[k]:.3g} of {type(node).__name__} in column {k} is not resolved by the basis "
-                f"(m = {m[k]}, L = {L[k]:.3g}, data half-range {S[k]:.3g}): PyMC's rule asks for {' and '.join(short)}; refit with "
-                f"a larger {raise_it}, or measure the error with bayeskern.checks.approximation_error"
+                f"HSGP: the {'fitted ' if fitted else ''}length scale {ell[k]:.3g} of {type(node).__name__} in column {k} is not "
+                f"resolved by the basis (m = {m[k]}, L = {L[k]:.3g}, data half-range {S[k]:.3g}): PyMC's rule asks for "
+                f"{' and '.join(asked for asked, _ in short)}; {'refit' if fitted else 'condition'} with a larger "
+                f"{' and '.join(setting for _, setting in short)}, or measure the error with bayeskern.checks.approximation_error"
             )
     return messages
 
@@ -301,9 +306,8 @@ class HSGP:
         `box_of`: the inputs whose range sets the box and m (X if None) — all the data, when X is a subsample.
         """
         record = self._record(kernel, X, t, sigma, box_of)
-        for message in record.fit_warnings():  # a basis given by the caller, short of PyMC's rule at these length scales
-            warnings.warn(message.replace("the fitted length scale", "the length scale").replace("refit with", "use"),
-                          RuntimeWarning, skip_file_prefixes=(PACKAGE_DIR,))
+        for message in record.resolution_messages(fitted=False):
+            warnings.warn(message, ShortBasisWarning, skip_file_prefixes=(PACKAGE_DIR,))
         return record.condition()
 
     def _record(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma, box_of: np.ndarray | None = None) -> "HSGPLikelihood":
@@ -459,12 +463,15 @@ class HSGPLikelihood(KernelLikelihood):
         return 0  # the log density reads ΦᵀΦ, Φᵀt, tᵀt: O(M³), whatever n
 
     def fit_warnings(self, conditioned=None) -> list[str]:
-        """Fitted length scales the basis does not resolve by PyMC's `approx_hsgp_hyperparams` rule, one message per column;
-        none for an automatic basis, which the fit re-chose at its optimum (`refined`)."""
+        return self.resolution_messages(fitted=True)
+
+    def resolution_messages(self, fitted: bool) -> list[str]:
+        """Length scales the basis does not resolve by PyMC's `approx_hsgp_hyperparams` rule, one message per column; none
+        for an automatic basis, which a fit re-chooses at its optimum (`refined`) and conditioning enlarges (`_converged`)."""
         if self.approx.automatic:
             return []
         S = (self.X.max(axis=0) - self.X.min(axis=0)) / 2.0  # the data's half-range, as the box was built
-        return [message for node in _stationary_parts(self.kernel) for message in _resolution(node, self.basis, S)]
+        return [message for node in _stationary_parts(self.kernel) for message in _resolution(node, self.basis, S, fitted)]
 
     def approximation_as_fitted(self, given):
         if not self.approx.automatic:

@@ -70,7 +70,7 @@ class InducingFeatures(KernelProjection):
     def __init__(self, kernel, Z: np.ndarray):
         Kuu = kernel.evaluate(Z)
         self.jitter = float(_jitter(Kuu, np))
-        L = exact_cholesky(_jittered(Kuu, np))
+        L = exact_cholesky(Kuu + self.jitter * np.eye(len(Z)))  # K_uu + δI
         if L is None:
             raise ValueError(
                 f"the kernel {kernel!r} is not positive definite at the inducing points (K_uu + δI has no Cholesky "
@@ -111,15 +111,17 @@ class InducingPosterior(WeightSpaceBLR):
         # so tr(Q₀ − Q_δ) ≥ δ‖PΦᵀ‖²_F = δ tr(PᵀP ΦᵀΦ)
         P = features.projection
         self.jitter_trace_cost = features.jitter * float(np.sum((P.T @ P) * rows.gram)) / (2.0 * sigma**2)
-        if self.jitter_trace_cost >= JITTER_COST_WARNING:
-            warnings.warn(self.jitter_message(), RuntimeWarning, skip_file_prefixes=(PACKAGE_DIR,))  # at the caller's line
+        for message in self.jitter_warnings():
+            warnings.warn(message, RuntimeWarning, skip_file_prefixes=(PACKAGE_DIR,))  # at the caller's line
 
-    def jitter_message(self) -> str:
-        """What `jitter_trace_cost` means for the bound, for a warning."""
-        return (f"the jitter δ = {self.inducing_jitter:.3g} on K_uu adds at least {self.jitter_trace_cost:.3g} nats to the VFE bound's "
+    def jitter_warnings(self) -> list[str]:
+        """What `jitter_trace_cost` means for the bound, when it reaches JITTER_COST_WARNING nats (else nothing)."""
+        if self.jitter_trace_cost < JITTER_COST_WARNING:
+            return []
+        return [f"the jitter δ = {self.inducing_jitter:.3g} on K_uu adds at least {self.jitter_trace_cost:.3g} nats to the VFE bound's "
                 f"trace term tr(K − Q)/(2σ²), which these inducing points would not miss without it (it grows as 1/σ², σ = "
                 f"{self.sigma:.3g} here), so the bound is that much looser in that term: with noise this small, use fewer or "
-                "farther-apart inducing points, or the exact GP")
+                "farther-apart inducing points, or the exact GP"]
 
     def _latent(self, Xnew, full_cov):
         Phi_new = design_matrix(self.features, Xnew)
@@ -242,4 +244,4 @@ class VFELikelihood(KernelLikelihood):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # said here, once
                 conditioned = self.condition()
-        return [conditioned.jitter_message()] if conditioned.jitter_trace_cost >= JITTER_COST_WARNING else []
+        return conditioned.jitter_warnings()

@@ -35,8 +35,8 @@ class KernelTrickResult:
 
     `passed`: every relative difference ≤ `rtol`. `max_abs_diff`, `rel_diff`: per quantity (mean,
     cov, log_marginal_likelihood). `seconds`: time of each side. `N`, `M`: data and feature counts;
-    `cheaper`: the side that was faster here (`seconds`: the fastest of up to TIMED_RUNS runs each), `expected_cheaper`: the one the O(M³ + NM²) against
-    O(N³) count predicts (the seeds' remark).
+    `cheaper`: the side that was faster here (`seconds`: the fastest of up to TIMED_RUNS runs each), `expected_cheaper`:
+    the one the O(M³ + NM²) against O(N³) count predicts (the seeds' remark).
     """
 
     passed: bool

@@ -2,6 +2,7 @@
 
 import warnings
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -63,8 +64,8 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     `features`: φ, a feature map or callable X → Φ (n, M). `alpha`, `beta`: the first start; the others are fixed
     (`START_NOISE_FRACTIONS` × `START_SHRINKAGES`, scaled to var(t) and ΦᵀΦ). The evidence can have several maxima:
     `optima` lists the distinct fixed points the starts converged to, best first, and a FitWarning says when there is
-    more than one; the result is the best of them (a start that did not converge is the result only when none did). A start that runs off to α or β → ∞ is dropped, unless it is the first (then its
-    ValueError is raised). The eigenvalues of ΦᵀΦ are computed once; each iteration costs O(nM).
+    more than one; the result is the best of them (a start that did not converge is the result only when none did). A
+    start that runs off to α or β → ∞ is dropped, unless it is the first (then its ValueError is raised). The eigenvalues of ΦᵀΦ are computed once; each iteration costs O(nM).
     """
     from bayeskern import blr
     from bayeskern.fit.empirical_bayes import Optimum, _group_optima
@@ -91,10 +92,10 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
             continue
     rows = blr.DesignRows(features, X, t, Phi)
     # converged runs first (a fixed point), each group by evidence, best first
-    fitted = sorted(((blr._condition_on(features, X, t, r[1] ** -0.5, 1.0 / r[0], rows), r) for r in runs),
-                    key=lambda f: (not f[1][3], -f[0].log_marginal_likelihood))
-    optima = [Optimum({"alpha": r[0], "beta": r[1]}, model.log_marginal_likelihood, model.log_marginal_likelihood, True, count)
-              for (model, r), count in _group_optima([f for f in fitted if f[1][3]], lambda f: -f[0].log_marginal_likelihood)]
+    fitted = sorted(((blr._condition_on(features, X, t, run.beta**-0.5, 1.0 / run.alpha, rows), run) for run in runs),
+                    key=lambda f: (not f[1].converged, -f[0].log_marginal_likelihood))
+    optima = [Optimum({"alpha": run.alpha, "beta": run.beta}, model.log_marginal_likelihood, model.log_marginal_likelihood, True, count)
+              for (model, run), count in _group_optima([f for f in fitted if f[1].converged], lambda f: -f[0].log_marginal_likelihood)]
     best, (alpha, beta, iterations, converged, change) = fitted[0]
     if not converged:
         warnings.warn(
@@ -124,8 +125,18 @@ def _starts(t: np.ndarray, eig: np.ndarray) -> list[tuple[float, float]]:
     return [(s * mean_eig / (f * var_t), 1.0 / (f * var_t)) for f in START_NOISE_FRACTIONS for s in START_SHRINKAGES]
 
 
-def _fixed_point(problem: tuple, alpha: float, beta: float) -> tuple[float, float, int, bool, float]:
-    """(α, β, iterations, converged, last relative change) of PRML 3.92 and 3.95 iterated from (alpha, beta)."""
+class _Run(NamedTuple):
+    """Where PRML 3.92 and 3.95, iterated from one start, ended."""
+
+    alpha: float
+    beta: float
+    iterations: int
+    converged: bool
+    change: float  # the last relative change of α or β
+
+
+def _fixed_point(problem: tuple, alpha: float, beta: float) -> _Run:
+    """PRML 3.92 and 3.95 iterated from (alpha, beta) until α and β change by less than the problem's tol."""
     Phi, t, eig, V, b, tol, maxiter = problem
     N = len(t)
     change = np.inf
@@ -153,6 +164,6 @@ def _fixed_point(problem: tuple, alpha: float, beta: float) -> tuple[float, floa
         change = max(abs(alpha_new - alpha) / alpha, abs(beta_new - beta) / beta)
         alpha, beta = alpha_new, beta_new
         if change < tol:
-            return alpha, beta, iteration, True, change
-    return alpha, beta, maxiter, False, change
+            return _Run(alpha, beta, iteration, True, change)
+    return _Run(alpha, beta, maxiter, False, change)
 

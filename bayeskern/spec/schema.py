@@ -302,14 +302,15 @@ def read_model(raw: dict, path, priors: dict) -> ModelSection:
     texts = [texts] if isinstance(texts, str) else texts
     if not texts or len(texts) > MAX_CANDIDATES:
         raise SpecError(path, f"model.{what}", f"must name 1 to {MAX_CANDIDATES} candidates, got {len(texts)}")
+    trees = []  # each candidate's parse tree, as text
     for i, text in enumerate(texts):
         key = f"model.{what}" + (f"[{i}]" if len(texts) > 1 else "")
         if not isinstance(text, str):
             raise SpecError(path, key, f"must be a string, got {_short(repr(text))}")
         _check_syntax(text, path, key, callables, priors)
-        first = next(j for j, other in enumerate(texts) if ast.dump(ast.parse(other, mode="eval")) == ast.dump(ast.parse(text, mode="eval")))
-        if first < i:  # the same expression twice, however spaced: the same model, compared with itself
-            raise SpecError(path, key, f"repeats candidate {first} ({_short(text)!r})")
+        trees.append(ast.dump(ast.parse(text, mode="eval")))
+        if trees.index(trees[-1]) < i:  # the same expression twice, however spaced: the same model, compared with itself
+            raise SpecError(path, key, f"repeats candidate {trees.index(trees[-1])} ({_short(text)!r})")
     sigma = _number_or_prior(model, "sigma", path, priors)
     prior_cov = _number_or_prior(model, "prior_cov", path, priors) if kind == "blr" else None
     used = set().union(*(_names_in(t) for t in texts)) | {v for v in (sigma, prior_cov) if isinstance(v, str)}
