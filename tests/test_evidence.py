@@ -1,5 +1,8 @@
 """The evidence approximation (fit.evidence): PRML's fixed point against the evidence over polynomial orders, its result's names, bad input."""
 
+import re
+import warnings
+
 import numpy as np
 import pytest
 import scipy.optimize
@@ -97,3 +100,119 @@ def test_the_result_is_a_listed_fixed_point_when_some_start_converged():
     assert fit.converged and len(fit.optima) >= 1
     assert (fit.alpha, fit.beta) == (fit.optima[0].params["alpha"], fit.optima[0].params["beta"])
     assert fit.log_marginal_likelihood == fit.optima[0].log_marginal_likelihood
+
+
+def _exact_log_evidence(Phi, t, alpha, beta) -> float:
+    """ln N(t | 0, ΦΦᵀ/α + I/β) in rational arithmetic (LDLᵀ of the exact C; only the logs are rounded): a reference
+    that holds where C's condition number (1e11 here) puts float64's Cholesky 1e-5 off."""
+    from fractions import Fraction
+    import math
+
+    N = len(t)
+    P = [[Fraction(v) for v in row] for row in Phi.tolist()]
+    a, b = Fraction(float(alpha)), Fraction(float(beta))
+    C = [[sum(p * q for p, q in zip(P[i], P[j], strict=True)) / a + (1 / b if i == j else 0) for j in range(N)] for i in range(N)]
+    y, D = [Fraction(v) for v in t.tolist()], []
+    for k in range(N):  # Gaussian elimination without pivoting: C is SPD
+        D.append(C[k][k])
+        for i in range(k + 1, N):
+            f = C[i][k] / C[k][k]
+            for j in range(k, N):
+                C[i][j] -= f * C[k][j]
+            y[i] -= f * y[k]
+    quad = sum(y[k] * y[k] / D[k] for k in range(N))  # tᵀC⁻¹t = Σ yₖ²/Dₖ
+    return -0.5 * float(quad) - 0.5 * sum(math.log(d) for d in D) - N / 2 * math.log(2 * math.pi)
+
+
+def test_a_start_running_off_to_an_edge_does_not_decide_the_result():
+    """Ten points of the sinusoid (noise 0.05), 13 monomials: from the default start α = β = 1 the iteration runs off to
+    α → ∞, and the fit used to raise "the features explain nothing of t" although a fixed point has ln p = −9.43 against
+    the weights-zero edge's −10.26. The result is the global maximum of the numpy evidence (grid, then Nelder–Mead)."""
+    X, t = bk.datasets.sinusoid(n=10, noise=0.05, seed=5)
+    Phi = ref.poly_features_1d(X[:, 0], 12)
+    N = len(t)
+
+    def minus_log_evidence(z):
+        a, b = np.exp(z)
+        try:
+            return -scipy.stats.multivariate_normal(np.zeros(N), Phi @ Phi.T / a + np.eye(N) / b).logpdf(t)
+        except np.linalg.LinAlgError:  # C singular in float64: far out along β, not where the maximum is
+            return np.inf
+
+    grid = [(za, zb) for za in np.linspace(-15, 10, 51) for zb in np.linspace(-5, 10, 31)]
+    best = scipy.optimize.minimize(minus_log_evidence, min(grid, key=minus_log_evidence), method="Nelder-Mead",
+                                   options={"xatol": 1e-10, "fatol": 1e-13, "maxiter": 4000})
+    fit = evidence_approximation(F.Monomials(degree=12), X, t)
+    # the same maximum (β ≈ 340: C is well conditioned there); the stops as in the PRML test above
+    np.testing.assert_allclose(fit.log_marginal_likelihood, -best.fun, atol=1e-9)
+    np.testing.assert_allclose(np.log([fit.alpha, fit.beta]), best.x, atol=1e-6)
+    weights_zero = scipy.stats.multivariate_normal(np.zeros(N), t @ t / N * np.eye(N)).logpdf(t)  # α → ∞ at its best β
+    assert weights_zero < fit.log_marginal_likelihood - 0.5
+
+
+def test_the_weights_zero_edge_is_warned_where_it_is_highest():
+    """Eight points, a quintic: the only fixed point (ln p = −11.68) is below the evidence's supremum with every weight
+    zero, ln N(t | 0, (tᵀt/N)·I) = −8.23 (α → ∞ at its best β): the result is that local maximum, and a FitWarning says so
+    with both numbers. Its evidence is checked in numpy."""
+    X, t = bk.datasets.sinusoid(n=8, noise=0.2, seed=1)
+    weights_zero = scipy.stats.multivariate_normal(np.zeros(8), t @ t / 8 * np.eye(8)).logpdf(t)
+    with pytest.warns(FitWarning, match=rf"larger with all weights zero \(alpha -> infinity: log evidence {weights_zero:.6g} there\)"):
+        fit = evidence_approximation(F.Monomials(degree=5), X, t)
+    Phi = ref.poly_features_1d(X[:, 0], 5)
+    local = scipy.stats.multivariate_normal(np.zeros(8), Phi @ Phi.T / fit.alpha + np.eye(8) / fit.beta).logpdf(t)
+    np.testing.assert_allclose(fit.log_marginal_likelihood, local, atol=1e-9)
+    assert fit.converged and local < weights_zero - 3.0
+
+
+def test_the_fixed_point_is_continued_where_the_evidence_rises_with_beta():
+    """Ten points, noise 1e-3, 13 monomials: every start's iteration ends at ln p = −8.71 (β = 4.1e3), yet the evidence,
+    α re-estimated, rises as β grows; iterated from there, it reaches a fixed point at β = 1.7e7. That point is a maximum
+    of the exact evidence (rational arithmetic: float64's Cholesky is ~1e-5 off at C's condition number 1e11)."""
+    X, t = bk.datasets.sinusoid(n=10, noise=1e-3, seed=3)
+    Phi = ref.poly_features_1d(X[:, 0], 12)
+    with pytest.warns(FitWarning, match="2 distinct fixed points"):
+        fit = evidence_approximation(F.Monomials(degree=12), X, t)
+    assert fit.beta > 1e7 and [o.starts for o in fit.optima] == [1, 6]  # the continued point, then where six starts ended
+    assert fit.optima[1].log_marginal_likelihood < fit.log_marginal_likelihood - 2.0
+    exact = _exact_log_evidence(Phi, t, fit.alpha, fit.beta)
+    assert abs(exact - fit.log_marginal_likelihood) < 1e-4  # float64 at cond 1e11
+    h = 1e-3  # central differences of the exact evidence in log α, log β: a stationary point (truncation ~h²)
+    for da, db in ((h, 0.0), (0.0, h)):
+        up = _exact_log_evidence(Phi, t, fit.alpha * np.exp(da), fit.beta * np.exp(db))
+        down = _exact_log_evidence(Phi, t, fit.alpha * np.exp(-da), fit.beta * np.exp(-db))
+        assert abs(up - down) / (2 * h) < 1e-4
+        assert max(up, down) < exact  # and a maximum along both axes
+
+
+@pytest.mark.filterwarnings("ignore:the evidence has 2 distinct fixed points")  # true: 0.077 and −9.56
+def test_a_rise_towards_noise_free_beyond_float64_is_warned():
+    """Noise-free sin 6x at ten points, 13 monomials (a review's case): the best fixed point, ln p = 0.077 at β = 5.1e4, is
+    a local maximum: the evidence is higher as β grows, and the fixed point beyond needs jitter in float64. The warning's
+    numbers are checked against the exact evidence."""
+    rng = np.random.default_rng(7)
+    X = rng.uniform(0, 1, (10, 1))
+    t = np.sin(6 * X[:, 0])
+    with pytest.warns(FitWarning, match="rises past the best fixed point") as caught:
+        fit = evidence_approximation(F.Monomials(degree=12), X, t)
+    message = next(str(w.message) for w in caught if "rises past" in str(w.message))
+    stated, beta, alpha = (float(v) for v in re.search(r"log evidence (\S+) at beta=(\S+) \(alpha=(\S+) ", message).groups())
+    exact = _exact_log_evidence(ref.poly_features_1d(X[:, 0], 12), t, alpha, beta)
+    assert abs(exact - stated) < 1e-2  # α, β printed to 4 digits
+    assert exact > fit.log_marginal_likelihood + 1.0
+
+
+def test_no_rise_is_warned_where_the_fixed_point_is_the_maximum():
+    """PRML's sinusoid with noise, polynomials of degree 1–9 at 10 and 25 points: no false alarm from the probe along β."""
+    for n, seed in ((10, 0), (25, 0), (25, 2)):
+        X, t = bk.datasets.sinusoid(n=n, noise=0.2, seed=seed)
+        for degree in range(1, 10):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                evidence_approximation(F.Monomials(degree=degree), X, t)
+            assert not [w for w in caught if "rises past" in str(w.message)], (n, seed, degree)
+
+
+def test_tol_is_a_relative_change_below_one():
+    X, y = bk.datasets.sinusoid(10, 0.2, 0)
+    with pytest.raises(ValueError, match="tol must be below 1"):
+        evidence_approximation(F.Polynomial(2), X, y, tol=1.0)

@@ -54,6 +54,14 @@ class EvidenceResult:
 #: noise taking nearly all of t) and one at −11.36 (α = 0.0023, β = 28); the start α = β = 1 reaches the lower one
 START_NOISE_FRACTIONS = (1.0, 1e-2, 1e-4)
 START_SHRINKAGES = (1e-6, 1e-3, 1.0)
+#: past the best fixed point the evidence (α re-estimated) is probed at β·10ᵏ, k = 1 … this: a fixed point can be a local
+#: maximum below a supremum at β → ∞, where the features fit t exactly (noise-free targets, fewer points than features:
+#: N = 10, M = 13 monomials on sin 6x has a fixed point at ln p = 0.077, β = 5.1e4, and ln p = 2.41 at β = 1e7), which no
+#: start's iteration reaches (from β = 1e10 they come back to β = 5.1e4)
+BETA_PROBE_DECADES = 12
+#: where the probe finds the evidence higher, the fixed point is iterated from there, at most this many times in a row
+#: (at N = 10, noise 1e-3, it reaches ln p = −6.53 at β = 1.7e7 from a best start's −8.71 at β = 4.1e3)
+BETA_CONTINUATIONS = 3
 
 
 @numerical_failure("the features of X, or y, are too large for float64 (or the features are numerically rank-deficient): scale or center X and y, or use fewer features")
@@ -65,7 +73,10 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     (`START_NOISE_FRACTIONS` × `START_SHRINKAGES`, scaled to var(t) and ΦᵀΦ). The evidence can have several maxima:
     `optima` lists the distinct fixed points the starts converged to, best first, and a FitWarning says when there is
     more than one; the result is the best of them (a start that did not converge is the result only when none did). A
-    start that runs off to α or β → ∞ is dropped, unless it is the first (then its ValueError is raised). The eigenvalues of ΦᵀΦ are computed once; each iteration costs O(nM).
+    start that runs off to α or β → ∞ is dropped; a ValueError says when every start did. Where the evidence rises as β
+    grows past the best fixed point (probed `BETA_PROBE_DECADES` decades out, α re-estimated), the iteration is continued
+    from there; a FitWarning says when it still rises beyond float64's reach (β → ∞), or when the evidence with all
+    weights zero (its supremum as α → ∞) is larger than at the best fixed point: the result is then a local maximum. The eigenvalues of ΦᵀΦ are computed once; each iteration costs O(nM).
     """
     from bayeskern import blr
     from bayeskern.fit.empirical_bayes import Optimum, _group_optima
@@ -75,6 +86,8 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     alpha = float(check_number(alpha, "alpha", positive=True, scalar=True))
     beta = float(check_number(beta, "beta", positive=True, scalar=True))
     tol = float(check_number(tol, "tol", positive=True, scalar=True))
+    if tol >= 1.0:
+        raise ValueError(f"tol must be below 1 (a relative change of alpha and beta per step), got {tol:g}")
     maxiter = check_integer(maxiter, "maxiter", 1)
     Phi = design_matrix(features, X, "features")
     with np.errstate(over="ignore"):
@@ -84,37 +97,88 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     eig = np.clip(eig, 0.0, None)
     problem = (Phi, t, eig, V, V.T @ (Phi.T @ t), tol, maxiter)  # b = Vᵀ Φᵀ t
 
-    runs = [_fixed_point(problem, alpha, beta)]  # the caller's start: its failure is the caller's to see
-    for start in _starts(t, eig):
+    runs, ran_off = [], []
+    for start in [(alpha, beta), *_starts(t, eig)]:
         try:
             runs.append(_fixed_point(problem, *start))
-        except ValueError:  # ran off to α or β → ∞ from this start
-            continue
+        except _RanOff as edge:  # the iteration ran off to α or β → ∞ from this start
+            ran_off.append(edge)
+    if not runs:
+        raise ran_off[0]  # the caller's start's own reason, if it ran off too
     rows = blr.DesignRows(features, X, t, Phi)
-    # converged runs first (a fixed point), each group by evidence, best first
-    fitted = sorted(((blr._condition_on(features, X, t, run.beta**-0.5, 1.0 / run.alpha, rows), run) for run in runs),
-                    key=lambda f: (not f[1].converged, -f[0].log_marginal_likelihood))
+    fitted = _ranked([(blr._condition_on(features, X, t, run.beta**-0.5, 1.0 / run.alpha, rows), run) for run in runs])
+    fitted, rising = _continued_past(problem, lambda a, b: _quiet_fit(features, X, t, a, b, rows), fitted)
     optima = [Optimum({"alpha": run.alpha, "beta": run.beta}, model.log_marginal_likelihood, model.log_marginal_likelihood, True, count)
               for (model, run), count in _group_optima([f for f in fitted if f[1].converged], lambda f: -f[0].log_marginal_likelihood)]
-    best, (alpha, beta, iterations, converged, change) = fitted[0]
-    if not converged:
-        warnings.warn(
-            f"evidence_approximation did not converge in {maxiter} iterations: alpha, beta still change by "
-            f"{change:.3g} (relative) per step; alpha={alpha:.4g}, beta={beta:.4g}",
-            FitWarning,
-            stacklevel=3,  # past numerical_failure's wrapper, to the caller
-        )
-    if len(optima) > 1:
-        warnings.warn(
-            f"the evidence has {len(optima)} distinct fixed points of alpha, beta from the starts; kept the best "
-            f"(log evidence {optima[0].log_marginal_likelihood:.6g}), next best {optima[1].log_marginal_likelihood:.6g} — see .optima",
-            FitWarning,
-            stacklevel=3,  # past numerical_failure's wrapper, to the caller
-        )
+    best, (alpha, beta, iterations, converged, _) = fitted[0]
+    for message in _warnings(fitted[0], optima, rising, Phi.shape, maxiter):
+        warnings.warn(message, FitWarning, stacklevel=3)  # past numerical_failure's wrapper, to the caller
     lam = beta * eig
     return EvidenceResult(
         alpha, beta, float(np.sum(lam / (alpha + lam))), best.log_marginal_likelihood, best.weights_mean, iterations, converged, tuple(optima)
     )
+
+
+def _ranked(fitted: list) -> list:
+    """(conditioned model, run) pairs, converged runs first (fixed points), each group by evidence, best first."""
+    return sorted(fitted, key=lambda f: (not f[1].converged, -f[0].log_marginal_likelihood))
+
+
+def _quiet_fit(features, X, t, alpha: float, beta: float, rows):
+    """The BLR at (α, β), or None where float64 cannot condition it without jitter (far out along β)."""
+    from bayeskern import blr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # jitter: the model is not used
+        try:
+            model = blr._condition_on(features, X, t, beta**-0.5, 1.0 / alpha, rows)
+        except ValueError:
+            return None
+    return model if model.jitter == 0 else None
+
+
+def _continued_past(problem: tuple, fit_at, fitted: list) -> tuple[list, tuple | None]:
+    """`fitted` with the fixed points reached from where the evidence rises past the best one as β grows, up to
+    BETA_CONTINUATIONS of them; and the rise still left past the best one, (β, α, ln p), or None."""
+    from bayeskern.fit.empirical_bayes import LML_SAME
+
+    for _ in range(BETA_CONTINUATIONS + 1):
+        model, run = fitted[0]
+        if not run.converged:
+            return fitted, None
+        rising = _rising_past(problem, fit_at, model.log_marginal_likelihood, run.alpha, run.beta)
+        if rising is None:
+            return fitted, None
+        try:
+            further = _fixed_point(problem, rising[1], rising[0])
+        except _RanOff:
+            return fitted, rising
+        further_model = fit_at(further.alpha, further.beta) if further.converged else None
+        if further_model is None or further_model.log_marginal_likelihood <= model.log_marginal_likelihood + LML_SAME:
+            return fitted, rising
+        fitted = _ranked([*fitted, (further_model, further)])
+    return fitted, rising
+
+
+def _rising_past(problem: tuple, fit_at, lml: float, alpha: float, beta: float) -> tuple[float, float, float] | None:
+    """(β, α, ln p) at the first of β·10, β·100, … (`BETA_PROBE_DECADES`), α re-estimated at each β, where the evidence
+    exceeds `lml` by `LML_SAME`; None if none does before float64 ends the probe (a β the iteration or `fit_at`, the
+    conditioned model or None, cannot handle)."""
+    from bayeskern.fit.empirical_bayes import LML_SAME
+
+    for k in range(1, BETA_PROBE_DECADES + 1):
+        b = beta * 10.0**k
+        try:
+            run = _fixed_point(problem, alpha, b, beta_fixed=True)
+        except _RanOff:
+            return None
+        model = fit_at(run.alpha, b) if run.converged else None
+        if model is None:
+            return None
+        if model.log_marginal_likelihood > lml + LML_SAME:
+            return b, run.alpha, model.log_marginal_likelihood
+        alpha = run.alpha
+    return None
 
 
 def _starts(t: np.ndarray, eig: np.ndarray) -> list[tuple[float, float]]:
@@ -135,35 +199,80 @@ class _Run(NamedTuple):
     change: float  # the last relative change of α or β
 
 
-def _fixed_point(problem: tuple, alpha: float, beta: float) -> _Run:
-    """PRML 3.92 and 3.95 iterated from (alpha, beta) until α and β change by less than the problem's tol."""
-    Phi, t, eig, V, b, tol, maxiter = problem
+def _warnings(best: tuple, optima: list, rising: tuple | None, shape: tuple[int, int], maxiter: int) -> list[str]:
+    """What the caller is told about the result: (conditioned model, run) `best`, the distinct fixed points, the rise
+    left along β (`_continued_past`), Φ's shape."""
+    model, (alpha, beta, _, converged, change) = best
+    lml, weights_zero = model.log_marginal_likelihood, _weights_zero_limit(model.targets)
+    out = []
+    if not converged:
+        out.append(f"evidence_approximation did not converge in {maxiter} iterations: alpha, beta still change by "
+                   f"{change:.3g} (relative) per step; alpha={alpha:.4g}, beta={beta:.4g}")
+    if converged and weights_zero > lml:
+        out.append(f"the evidence is larger with all weights zero (alpha -> infinity: log evidence {weights_zero:.6g} there) "
+                   f"than at the best fixed point ({lml:.6g}); the result is a local maximum, and the features explain less "
+                   "of t than noise alone does")
+    if len(optima) > 1:
+        out.append(f"the evidence has {len(optima)} distinct fixed points of alpha, beta from the starts; kept the best "
+                   f"(log evidence {optima[0].log_marginal_likelihood:.6g}), next best {optima[1].log_marginal_likelihood:.6g} — see .optima")
+    if rising is not None:
+        out.append(f"the evidence rises past the best fixed point as beta grows: log evidence {rising[2]:.6g} at beta={rising[0]:.4g} "
+                   f"(alpha={rising[1]:.4g} re-estimated there) against {lml:.6g} at beta={beta:.4g}, and no fixed point beyond "
+                   f"is within float64's reach; the result is a local maximum, and the supremum may lie at beta -> infinity, "
+                   f"where the {shape[1]} features fit the {shape[0]} targets exactly: use fewer features")
+    return out
+
+
+class _RanOff(ValueError):
+    """The re-estimation ran off to α or β → ∞."""
+
+
+def _weights_zero_limit(t: np.ndarray) -> float:
+    """sup of ln p(t | α, β) as α → ∞ (w = 0, t ~ N(0, β⁻¹I)), at β = N/tᵀt: −N/2·(ln(2π tᵀt/N) + 1)."""
     N = len(t)
+    with np.errstate(divide="ignore"):  # t = 0: +∞, no finite maximum either
+        return float(-N / 2 * (np.log(2 * np.pi * (t @ t) / N) + 1.0))
+
+
+def _fixed_point(problem: tuple, alpha: float, beta: float, beta_fixed: bool = False) -> _Run:
+    """PRML 3.92 and 3.95 iterated from (alpha, beta) until α and β change by less than the problem's tol; with
+    `beta_fixed`, 3.92 alone: the α that maximises the evidence at this β."""
+    tol, maxiter = problem[-2:]
     change = np.inf
     for iteration in range(1, maxiter + 1):
-        lam = beta * eig  # λᵢ: eigenvalues of βΦᵀΦ   (PRML 3.87)
-        m_N = V @ (beta * b / (alpha + lam))  # m_N = β A⁻¹ Φᵀ t, A = αI + βΦᵀΦ   (PRML 3.84)
-        gamma = float(np.sum(lam / (alpha + lam)))  # γ = Σ λᵢ/(α + λᵢ)   (PRML 3.91)
-        residual = float(np.sum((t - Phi @ m_N) ** 2))
-        # a residual at the round-off level of the fit (‖t‖∞·1e3·ε per point) means the features fit t exactly
-        if residual <= N * (1e3 * EPS * np.max(np.abs(t))) ** 2 or N - gamma <= 0.0:
-            raise ValueError("beta -> infinity: the features fit t exactly, so the evidence has no finite maximum; use fewer features")
-        if float(m_N @ m_N) == 0.0:
-            raise ValueError(
-                "alpha -> infinity: the features explain nothing of t, so the evidence is largest with all weights zero "
-                f"(or the starting alpha={alpha:.3g}, beta={beta:.3g} are so extreme that m_N underflowed to 0: start nearer 1)"
-            )
-        alpha_new = gamma / float(m_N @ m_N)  # α = γ / m_Nᵀm_N   (PRML 3.92)
-        beta_new = (N - gamma) / residual  # 1/β = Σ (tₙ − m_Nᵀφₙ)² / (N − γ)   (PRML 3.95)
-        if not (np.isfinite(alpha_new) and np.isfinite(beta_new)):
-            which = "alpha" if not np.isfinite(alpha_new) else "beta"
-            raise ValueError(
-                f"{which} -> infinity during the re-estimation: the evidence has no finite maximum for these features "
-                "(or the starting alpha, beta are too extreme for float64: start nearer 1)"
-            )
+        alpha_new, beta_new = _re_estimate(problem, alpha, beta)
+        if beta_fixed:
+            beta_new = beta
         change = max(abs(alpha_new - alpha) / alpha, abs(beta_new - beta) / beta)
         alpha, beta = alpha_new, beta_new
         if change < tol:
             return _Run(alpha, beta, iteration, True, change)
     return _Run(alpha, beta, maxiter, False, change)
+
+
+def _re_estimate(problem: tuple, alpha: float, beta: float) -> tuple[float, float]:
+    """One step of PRML 3.92 and 3.95 from (alpha, beta); a ValueError where α or β runs off to ∞."""
+    Phi, t, eig, V, b = problem[:5]
+    N = len(t)
+    lam = beta * eig  # λᵢ: eigenvalues of βΦᵀΦ   (PRML 3.87)
+    m_N = V @ (beta * b / (alpha + lam))  # m_N = β A⁻¹ Φᵀ t, A = αI + βΦᵀΦ   (PRML 3.84)
+    gamma = float(np.sum(lam / (alpha + lam)))  # γ = Σ λᵢ/(α + λᵢ)   (PRML 3.91)
+    residual = float(np.sum((t - Phi @ m_N) ** 2))
+    # a residual at the round-off level of the fit (‖t‖∞·1e3·ε per point) means the features fit t exactly
+    if residual <= N * (1e3 * EPS * np.max(np.abs(t))) ** 2 or N - gamma <= 0.0:
+        raise _RanOff("beta -> infinity: the features fit t exactly, so the evidence has no finite maximum; use fewer features")
+    if float(m_N @ m_N) == 0.0:
+        raise _RanOff(
+            "alpha -> infinity: the features explain nothing of t, so the evidence is largest with all weights zero "
+            f"(or the starting alpha={alpha:.3g}, beta={beta:.3g} are so extreme that m_N underflowed to 0: start nearer 1)"
+        )
+    alpha_new = gamma / float(m_N @ m_N)  # α = γ / m_Nᵀm_N   (PRML 3.92)
+    beta_new = (N - gamma) / residual  # 1/β = Σ (tₙ − m_Nᵀφₙ)² / (N − γ)   (PRML 3.95)
+    if not (np.isfinite(alpha_new) and np.isfinite(beta_new)):
+        which = "alpha" if not np.isfinite(alpha_new) else "beta"
+        raise _RanOff(
+            f"{which} -> infinity during the re-estimation: the evidence has no finite maximum for these features "
+            "(or the starting alpha, beta are too extreme for float64: start nearer 1)"
+        )
+    return alpha_new, beta_new
 
