@@ -16,9 +16,6 @@ Dask reschedules the tasks of a worker that dies; a task that raises is reported
 
 import contextlib
 import logging
-import os
-import signal
-import sys
 import tempfile
 import threading
 import time
@@ -27,6 +24,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from threadpoolctl import threadpool_limits
+
+from bayeskern._ctrl_c import ctrl_c_remembered, raise_a_lost_ctrl_c
 
 __all__ = ["WORKER_CONFIG", "WORKER_PRELOAD", "connect", "local_cluster", "run", "run_tasks", "submit_tasks"]
 
@@ -70,63 +69,13 @@ def submit_tasks(fn: Callable, tasks: list[tuple], client=None, say: Callable[[s
     def collect() -> list:
         with _seceded():
             for done, _ in enumerate(as_completed(futures), start=1):
-                _raise_a_lost_ctrl_c()
+                raise_a_lost_ctrl_c()
                 running = [k for k, f in zip(keys, futures) if not f.done()]
                 say(f"  tasks done: {done}/{len(tasks)}" + (f"; running for {time.monotonic() - started:.0f} s: {running[0]}" if running else ""))
         return [_result(f) for f in futures]
     return collect
 
 
-#: read ends of the signal wake-up pipes of the open `connect` scopes (see `_ctrl_c_remembered`)
-_WAKEUPS: list = []
-
-
-@contextlib.contextmanager
-def _ctrl_c_remembered() -> Iterator[None]:
-    """Every signal this process receives is also written to a pipe (`signal.set_wakeup_fd`), so that a Ctrl-C whose
-    KeyboardInterrupt was swallowed — raised inside a gc callback or a `__del__`, where Python prints and ignores
-    exceptions; distributed installs gc callbacks — still stops the run at `_raise_a_lost_ctrl_c`; and such a swallowed
-    KeyboardInterrupt is not printed as a traceback (`sys.unraisablehook`; any other ignored exception still is). Only
-    in the main thread, and only where nobody else (an event loop of the caller's) uses the wake-up fd."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    read, write = os.pipe()
-    os.set_blocking(read, False)
-    os.set_blocking(write, False)
-    previous = signal.set_wakeup_fd(write)
-    if previous != -1:  # taken: leave it to its owner
-        signal.set_wakeup_fd(previous)
-        os.close(read), os.close(write)
-        yield
-        return
-    _WAKEUPS.append(read)
-    hook = sys.unraisablehook
-
-    def unless_ctrl_c(unraisable) -> None:  # the Ctrl-C is in the pipe: the run stops at `_raise_a_lost_ctrl_c`
-        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
-            hook(unraisable)
-
-    sys.unraisablehook = unless_ctrl_c
-    try:
-        yield
-    finally:
-        sys.unraisablehook = hook
-        signal.set_wakeup_fd(-1)
-        _WAKEUPS.remove(read)
-        os.close(read), os.close(write)
-
-
-def _raise_a_lost_ctrl_c() -> None:
-    """KeyboardInterrupt if a SIGINT reached this process since the last look (one that was not swallowed has already
-    ended the run before this is reached)."""
-    for read in _WAKEUPS:
-        try:
-            received = os.read(read, 512)
-        except BlockingIOError:  # nothing since the last look
-            continue
-        if signal.SIGINT in received:
-            raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
@@ -206,7 +155,7 @@ def connect(workers: int | None = None, scheduler: str | None = None, say: Calla
     from distributed import Client
 
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_ctrl_c_remembered())
+        stack.enter_context(ctrl_c_remembered())
         cluster = stack.enter_context(local_cluster(workers)) if workers is not None else scheduler
         client = stack.enter_context(Client(cluster))
         if say is not None:
@@ -265,7 +214,7 @@ def _specs_as_tasks(paths: list, client, seed: int | None) -> list[Path]:
     started = time.monotonic()
     folders, errors, failed = [None] * len(paths), {}, []
     for done, future in enumerate(as_completed(futures), start=1):
-        _raise_a_lost_ctrl_c()
+        raise_a_lost_ctrl_c()
         i = futures[future]
         spec, folder = prepared[i]
         try:

@@ -101,10 +101,11 @@ def run_all(paths: list, out, seed, where: dict, workers: int | None = None, sch
     """`bayeskern run SPEC...`: `bayeskern.batch.run` with the cross-validation fits on a local cluster of `workers`
     processes, on the cluster at `scheduler`, or here; a cluster started here is stopped however the run ends."""
     from bayeskern import batch
+    from bayeskern._ctrl_c import ctrl_c_remembered
 
     if out and len(paths) > 1:
         raise UsageError("--out names the report folder of one spec; with several, each report goes to reports/<name>/")
-    with batch.connect(workers, scheduler, say=_say) as client:
+    with ctrl_c_remembered(), batch.connect(workers, scheduler, say=_say) as client:  # a Ctrl-C Python swallows still stops it
         batch.run(paths, client, seed, out, where)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bayeskern import batch, cli
+from bayeskern import _ctrl_c, batch, cli
 
 SPEC = """
 name = "fanout"
@@ -284,8 +284,8 @@ def test_a_ctrl_c_whose_keyboard_interrupt_was_swallowed_still_stops_the_run():
     """Python prints and ignores an exception raised in a gc callback or `__del__` (distributed installs gc callbacks):
     a Ctrl-C landing there is lost as KeyboardInterrupt. While a cluster is connected it is remembered all the same."""
     swallowed = []
-    with batch._ctrl_c_remembered():
-        batch._raise_a_lost_ctrl_c()  # nothing received: nothing raised
+    with _ctrl_c.ctrl_c_remembered():
+        _ctrl_c.raise_a_lost_ctrl_c()  # nothing received: nothing raised
         previous = signal.signal(signal.SIGINT, lambda signum, frame: swallowed.append(signum))  # stands in for the swallower
         try:
             os.kill(os.getpid(), signal.SIGINT)
@@ -296,8 +296,8 @@ def test_a_ctrl_c_whose_keyboard_interrupt_was_swallowed_still_stops_the_run():
             signal.signal(signal.SIGINT, previous)
         assert swallowed
         with pytest.raises(KeyboardInterrupt):
-            batch._raise_a_lost_ctrl_c()
-        batch._raise_a_lost_ctrl_c()  # once only
+            _ctrl_c.raise_a_lost_ctrl_c()
+        _ctrl_c.raise_a_lost_ctrl_c()  # once only
     assert signal.set_wakeup_fd(-1) == -1  # the wake-up fd was handed back
 
 
@@ -319,7 +319,7 @@ def test_a_swallowed_keyboard_interrupt_is_not_printed_and_other_ignored_excepti
         reported.append(type(unraisable.exc_value).__name__)
 
     monkeypatch.setattr(sys, "unraisablehook", report)
-    with batch._ctrl_c_remembered():
+    with _ctrl_c.ctrl_c_remembered():
         RaisesWhenCollected(KeyboardInterrupt())  # collected at once: its __del__'s exception is ignored
         RaisesWhenCollected(ValueError("still reported"))
     assert reported == ["ValueError"]

@@ -272,3 +272,23 @@ def test_interrupted_says_which_report_is_in_place(tmp_path):
     _write_previous(tmp_path / "r")
     assert Interrupted.before_writing(tmp_path / "r").holds == "old"
     assert isinstance(Interrupted(tmp_path, "new"), KeyboardInterrupt)  # code that catches Ctrl-C still does
+
+
+def test_a_ctrl_c_python_swallowed_still_keeps_the_previous_report(tmp_path):
+    """A review's run went on after a Ctrl-C whose KeyboardInterrupt was raised inside a weakref callback ("Exception
+    ignored in … KeyboardInterrupt") and replaced the previous report. Within `ctrl_c_remembered` (every `bayeskern run`),
+    a SIGINT raised inside a `__del__` — where Python prints and drops it — still stops the write before the swap."""
+    from bayeskern._ctrl_c import ctrl_c_remembered
+
+    folder = tmp_path / "r"
+    _write_previous(folder)
+
+    class SignalledOnDeletion:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)  # Python's handler raises KeyboardInterrupt here, inside __del__: dropped
+
+    with ctrl_c_remembered():
+        SignalledOnDeletion()  # deleted at once; the interrupt is swallowed and the code goes on
+        with pytest.raises(Interrupted, match="previous report .* is untouched"):
+            write_atomically(folder, {"summary.json": '{"version": "new"}', "results.nc": b"new", "figures/fit.png": b"png new"})
+    assert _beside(folder) == ["r"] and _version(folder) == "old"

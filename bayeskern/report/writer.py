@@ -12,6 +12,8 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from bayeskern._ctrl_c import raise_a_lost_ctrl_c
+
 __all__ = ["Interrupted", "check_target", "is_report", "write_atomically"]
 
 # While a report NAME is written, two hidden folders may sit beside it, both tied to NAME and to the
@@ -199,6 +201,7 @@ def write_atomically(folder, files: dict[str, str | bytes | Callable[[Path], Non
         try:
             new.chmod(0o755)  # mkdtemp makes it private; a report is for reading
             _write_files(new, files)
+            raise_a_lost_ctrl_c()  # a Ctrl-C Python swallowed while this run went on: the previous report stays
             with _interrupts_held() as held:
                 old = _swap(new, folder)
         except KeyboardInterrupt:
