@@ -175,10 +175,10 @@ def run(specs: list, client=None, seed: int | None = None, out=None, where: dict
 
     if out is not None and len(specs) > 1:
         raise ValueError("out names the report folder of one spec; with several, each report goes to reports/<name>/")
-    if len(specs) > 1:
-        from bayeskern import spec as spec_files
-
-        _distinct_names([spec_files.load(path) for path in specs])
+    if len(specs) > 1:  # every spec checked as `bayeskern check` does (its data, its models), named apart, before any fit
+        _distinct_names([cli.check(path) for path in specs])
+        for path in specs:
+            cli.prepare(path, None, seed)  # and its report folder and the seed
     if client is not None and len(specs) > 1:
         return _specs_as_tasks(specs, client, seed)
     tasks = None if client is None else (lambda fn, args: submit_tasks(fn, args, client, cli._say))

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bayeskern import _ctrl_c, batch, cli
+from bayeskern import _ctrl_c, batch, cli, spec
 
 SPEC = """
 name = "fanout"
@@ -326,3 +326,20 @@ def test_a_swallowed_keyboard_interrupt_is_not_printed_and_other_ignored_excepti
     assert sys.unraisablehook is report
     RaisesWhenCollected(KeyboardInterrupt())
     assert reported == ["ValueError", "KeyboardInterrupt"]  # outside the block, reported as before
+
+
+@pytest.mark.parametrize("spoilt, key", [
+    (('source = "sinusoid"\nn = 30\nnoise = 0.2\nseed = 1', 'source = "csv"\npath = "nan.csv"\nx = ["x"]\ny = "y"'), "data"),  # the data
+    (('"amp * RBF(lengthscale=ell)", ', '"Sigmoid()", '), "model.kernel"),  # a model: not PSD
+])
+def test_a_bad_later_spec_is_refused_before_the_first_one_runs(tmp_path, monkeypatch, spoilt, key):
+    """A review: with several specs, the second spec's bad data or non-PSD kernel stopped the run (exit 2) only after the
+    first spec's report was written. Every spec is now checked as `check` does before any fit."""
+    (tmp_path / "nan.csv").write_text("x,y\n" + "".join(f"{i / 10},{i % 3}\n" for i in range(20)) + "2.0,nan\n")
+    first, second = tmp_path / "first.toml", tmp_path / "second.toml"
+    first.write_text(SPEC.replace('name = "fanout"', 'name = "first"'))
+    second.write_text(SPEC.replace('name = "fanout"', 'name = "second"').replace(*spoilt))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(spec.SpecError, match=key):
+        batch.run([first, second])
+    assert not (tmp_path / "reports").exists()

@@ -430,3 +430,16 @@ def test_one_credible_mass_by_default():
     import inspect
 
     assert {inspect.signature(f).parameters["prob"].default for f in (bk.fit.compare_eb_mcmc, bk.fit.predictive_bands)} == {0.95}
+
+def test_chains_that_never_moved_are_named():
+    """A review's spec with tune = 0: NUTS rejected every step and ArviZ's LOO then failed ("All tail values are the
+    same"); `check_chains_moved` names the stuck chain first. A chain stuck in one variable but moving in another moved."""
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(3, 50)), rng.normal(size=(3, 50, 2))
+    a[1], b[1] = a[1, 0], b[1, 0]  # chain 1: one point throughout
+    a[2] = a[2, 0]  # chain 2: a still, b moving
+    dt = xr.DataTree.from_dict({"posterior": xr.Dataset({"a": (("chain", "draw"), a), "b": (("chain", "draw", "k"), b)})})
+    with pytest.raises(ValueError, match=r"chain\(s\) 1 of 3 never moved: each of their 50 draws is the same point"):
+        bk.fit.check_chains_moved(dt)
+    b[1, 7, 0] += 1e-12  # the least move is a move
+    bk.fit.check_chains_moved(xr.DataTree.from_dict({"posterior": xr.Dataset({"a": (("chain", "draw"), a), "b": (("chain", "draw", "k"), b)})}))

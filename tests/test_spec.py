@@ -344,3 +344,17 @@ def test_vfe_in_a_spec_builds_the_inducing_point_likelihood(tmp_path):
     assert isinstance(record, bk.approx.vfe.VFELikelihood) and record.inducing.shape == (12, 1)
     with pytest.raises(spec.SpecError, match="model.approx.*n_inducing must be an integer ≥ 1"):
         spec.load(_write(tmp_path, BASE + 'approx = "VFE(n_inducing=0)"\n'))
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("chains = 1", r"fit\.mcmc\.chains: must be at least 2 \(R-hat and the rank plot compare chains\), got 1"),
+    ("draws = 10", r"fit\.mcmc\.draws: must be at least 50 \(fewer leave PSIS-LOO's tail fit .*\), got 10"),
+])
+def test_mcmc_settings_the_report_cannot_diagnose_are_refused_by_check(tmp_path, setting, message):
+    """A review: `check` passed chains = 1 and draws of 1–10, then `run` failed after the fit (the rank plot needs two
+    chains; ArviZ's PSIS-LOO an IndexError or "n_draws_tail must be at least 5"), with no report."""
+    path = tmp_path / "s.toml"
+    path.write_text('name = "s"\n[data]\nsource = "sinusoid"\nn = 20\n[priors]\nell = "Gamma(alpha=2.0, beta=5.0)"\n'
+                    '[model]\nkind = "gp"\nkernel = "RBF(lengthscale=ell)"\nsigma = 0.2\n[fit.mcmc]\n' + setting + "\n")
+    with pytest.raises(bk.spec.SpecError, match=message):
+        bk.spec.load(path)

@@ -8,7 +8,8 @@ from bayeskern.fit.predictive import predictive_bands
 from bayeskern.fit.warning import FitWarning
 
 # ArviZ-based: imported when first used (ArviZ and its plotting stack cost about 1.5 s to import)
-__getattr__, __dir__ = lazy_names(__name__, {"EBvsMCMC": "compare", "compare_eb_mcmc": "compare", "Diagnostics": "diagnostics", "diagnose": "diagnostics"})
+__getattr__, __dir__ = lazy_names(__name__, {"EBvsMCMC": "compare", "compare_eb_mcmc": "compare", "Diagnostics": "diagnostics", "diagnose": "diagnostics",
+                                          "check_chains_moved": "diagnostics"})
 
 __all__ = [
     "Diagnostics",
@@ -18,6 +19,7 @@ __all__ = [
     "FitWarning",
     "Laplace",
     "Optimum",
+    "check_chains_moved",
     "compare_eb_mcmc",
     "diagnose",
     "empirical_bayes",

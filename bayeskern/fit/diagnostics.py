@@ -11,7 +11,7 @@ from bayeskern._json import jsonable
 from bayeskern._validation import check_flag, check_number
 from bayeskern.fit.warning import FitWarning
 
-__all__ = ["Diagnostics", "diagnose"]
+__all__ = ["Diagnostics", "check_chains_moved", "diagnose"]
 
 RHAT_MAX = 1.01  # Vehtari et al. (2021)
 ESS_MIN = 400  # per parameter, bulk and tail (Vehtari et al. 2021: 100 per chain for 4 chains)
@@ -106,3 +106,19 @@ def diagnose(dt: xr.DataTree, rhat_max: float = RHAT_MAX, ess_min: float = ESS_M
     if warn and problems:
         warnings.warn(str(result), FitWarning, stacklevel=2)
     return result
+
+
+def check_chains_moved(dt: xr.DataTree) -> None:
+    """A ValueError naming the chains that never moved: every draw of every posterior variable the same point (NUTS
+    without tuning can keep rejecting from its first step size). Nothing can be estimated from such a chain, and
+    ArviZ's LOO fails on it ("All tail values are the same")."""
+    posterior = dt["posterior"].to_dataset()
+    values = [np.asarray(v.values).reshape(v.sizes["chain"], v.sizes["draw"], -1) for v in posterior.data_vars.values()]
+    moved = np.zeros(posterior.sizes["chain"], dtype=bool)
+    for v in values:
+        moved |= np.any(v != v[:, :1], axis=(1, 2))
+    if not moved.all():
+        stuck = np.flatnonzero(~moved)
+        raise ValueError(f"MCMC chain(s) {', '.join(map(str, stuck))} of {len(moved)} never moved: each of their "
+                         f"{posterior.sizes['draw']} draws is the same point; give the sampler tuning steps (tune)")
+

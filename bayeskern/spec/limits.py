@@ -1,7 +1,8 @@
-"""The size limits of a spec, so that what `check` accepts one machine can run (the README's spec section lists them)."""
+"""The size limits of a spec, so that what `check` accepts one machine can run and report (the README's spec section lists them)."""
 
 __all__ = ["MAX_CANDIDATES", "MAX_CHAINS", "MAX_DEPTH", "MAX_DRAWS", "MAX_EXPRESSION", "MAX_FILE", "MAX_GRID", "MAX_ITER",
-           "MAX_LIST", "MAX_N", "MAX_N_APPROX", "MAX_NAME", "MAX_PRIOR_SAMPLES", "MAX_RESTARTS", "MAX_SEED", "MAX_SIZE", "MAX_STORED"]
+           "MAX_LIST", "MAX_N", "MAX_N_APPROX", "MAX_NAME", "MAX_PRIOR_SAMPLES", "MAX_RESTARTS", "MAX_SEED", "MAX_SIZE", "MAX_STORED",
+           "MIN_CHAINS", "MIN_DRAWS"]
 
 #: rows of data: an exact GP or the LOO of a BLR stores n × n float64 matrices (800 MB at n = 10⁴)
 MAX_N = 10_000
@@ -20,6 +21,9 @@ MAX_SEED = 2**63 - 1
 MAX_STORED = 250_000_000
 #: fit settings: EB starts and iterations, MCMC draws (tuning and kept) and chains
 MAX_RESTARTS, MAX_ITER, MAX_DRAWS, MAX_CHAINS = 1_000, 1_000_000, 1_000_000, 64
+#: the fewest kept draws and chains the report's diagnostics work with: R-hat and the rank plot compare chains, and
+#: ArviZ's PSIS-LOO fits a tail of min(S/5, 3√(S/r_eff)) of the S draws that must hold 5 (2 chains × 10 draws raised)
+MIN_DRAWS, MIN_CHAINS = 50, 2
 #: candidates compared by evidence, characters of one expression, nesting levels of an expression
 MAX_CANDIDATES, MAX_EXPRESSION, MAX_DEPTH = 100, 200_000, 50
 #: characters of a spec's name (the report folder's name) and bytes of a spec file

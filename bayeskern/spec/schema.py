@@ -12,7 +12,7 @@ from bayeskern import datasets
 from bayeskern._validation import check_seed
 from bayeskern.spec.expressions import FEATURES, KERNELS, PRIORS, _finite, _names_in, _parse_whitelisted, _short, parse_approx, parse_expression
 from bayeskern.spec.limits import (MAX_CANDIDATES, MAX_CHAINS, MAX_DRAWS, MAX_FILE, MAX_GRID, MAX_ITER, MAX_N, MAX_N_APPROX, MAX_NAME,
-                                   MAX_PRIOR_SAMPLES, MAX_RESTARTS, MAX_SEED)
+                                   MAX_PRIOR_SAMPLES, MAX_RESTARTS, MAX_SEED, MIN_CHAINS, MIN_DRAWS)
 
 __all__ = ["TOP_KEYS", "CVSection", "ChecksSection", "DataSection", "EmpiricalBayesSettings", "KernelTrickOptions", "MCMCSettings",
            "ModelSection", "PredictSection", "ReportSection", "SpecError", "check_spec_seed"]
@@ -162,11 +162,11 @@ def _known(table: dict, keys: set, path, where: str) -> None:
         raise SpecError(path, f"{where}{_short(unknown[0], 40)}", f"unknown key; known: {', '.join(sorted(keys))}")
 
 
-def _whole(table, key, path, where, default, minimum, maximum, why=""):
-    """An integer setting in [minimum, maximum]; `why` explains the maximum."""
+def _whole(table, key, path, where, default, minimum, maximum, why="", low=""):
+    """An integer setting in [minimum, maximum]; `why` explains the maximum, `low` the minimum."""
     value = _get(table, key, path, where, int, default)
     if value < minimum:
-        raise SpecError(path, f"{where}{key}", f"must be at least {minimum}, got {value}")
+        raise SpecError(path, f"{where}{key}", f"must be at least {minimum}{low}, got {value}")
     if value > maximum:
         raise SpecError(path, f"{where}{key}", f"must be at most {maximum:,}{why}, got {_short(value, 40)}")
     return value
@@ -375,9 +375,9 @@ def _mcmc(mc: dict, path) -> MCMCSettings:
     target = float(_get(mc, "target_accept", path, w, int | float, 0.9))
     if not 0 < target < 1:
         raise SpecError(path, f"{w}target_accept", f"must be in (0, 1), got {target}")
-    draws = _whole(mc, "draws", path, w, 1000, 1, MAX_DRAWS)
+    draws = _whole(mc, "draws", path, w, 1000, MIN_DRAWS, MAX_DRAWS, low=" (fewer leave PSIS-LOO's tail fit and the tail ESS too few draws)")
     tune = _whole(mc, "tune", path, w, 1000, 0, MAX_DRAWS)
-    chains = _whole(mc, "chains", path, w, 4, 1, MAX_CHAINS)
+    chains = _whole(mc, "chains", path, w, 4, MIN_CHAINS, MAX_CHAINS, low=" (R-hat and the rank plot compare chains)")
     thin = _whole(mc, "thin", path, w, 1, 1, draws, " (the draws)")
     return MCMCSettings(draws=draws, tune=tune, chains=chains, thin=thin, sampler=sampler, target_accept=target)
 
