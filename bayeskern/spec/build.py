@@ -54,8 +54,10 @@ def _read_data(spec: "Spec") -> datasets.Data:
 
 
 def _check_data(spec: "Spec", data: datasets.Data) -> None:
-    """At most MAX_N rows (MAX_N_APPROX with model.approx), a grid only on 1-D inputs, kernel-trick features that fit the inputs, at most MAX_STORED MCMC values."""
+    """2 to MAX_N rows (MAX_N_APPROX with model.approx), a grid only on 1-D inputs, kernel-trick features that fit the inputs, at most MAX_STORED MCMC values."""
     n, d = data.X.shape
+    if n < 2:  # as data.n: one point cannot tell a noise level from a signal (σ → 0 fits it exactly)
+        raise SpecError(spec.path, "data", f"the data have {n} row; at least 2 are needed")
     if n > (MAX_N if spec.approx is None else MAX_N_APPROX):
         raise SpecError(spec.path, "data.n", f"the data have {n:,} rows and at most {MAX_N:,} can be analysed by an exact GP "
                                              f"(n × n matrices; {MAX_N_APPROX:,} with model.approx, e.g. \"HSGP(m=200, c=1.5)\"): "
