@@ -13,9 +13,10 @@ import xarray as xr
 from bayeskern import blr, checks, cv, gp
 from bayeskern._compile import draw
 from bayeskern.datasets import Data
-from bayeskern.fit import compare_eb_mcmc, diagnose, empirical_bayes, mcmc, predictive_bands
+from bayeskern.fit import check_chains_moved, compare_eb_mcmc, diagnose, empirical_bayes, mcmc, predictive_bands
 from bayeskern.checks.approximation import AUDIT_POINTS, subsample_rows
 from bayeskern.fit._plug_in import PlugIn
+from bayeskern.fit.warning import FitWarning
 from bayeskern.kernels import FeatureKernel
 from bayeskern.likelihood import find_likelihood
 from bayeskern.spec import FEATURES, Spec, parse_expression
@@ -44,7 +45,8 @@ class Analysis:
     `point`: the hyperparameters used for point summaries — the EB optimum, or the posterior mean
     without EB. `grid_eb`: the exact posterior at `point` on the prediction grid (None without a
     grid). `loo_eb`: (mean, sd) of p(tᵢ | t₋ᵢ, θ̂) at every observation (R&W 5.10–5.12). `idata`: the MCMC
-    DataTree; `bands`: its predictive bands on the grid; `loo_pit`: ArviZ's LOO-PIT values.
+    DataTree; `bands`: its predictive bands on the grid; `loo_pit`: ArviZ's LOO-PIT values. `sd_zero_points`: the grid
+    points where the EB and the MCMC posterior sd of f are both 0 (f known exactly), left out of `comparison`'s grid figures.
     `prior_draws`: (hyperparameters, sample functions on the grid) for the prior figure.
     `spectrum`: the eigenvalues of the Gram matrix at `point`, ascending. With [cv]: `cv_folds` the held-out
     rows of each fold and `cv` one `bayeskern.cv.KFoldResult` per candidate.
@@ -61,6 +63,7 @@ class Analysis:
     idata: xr.DataTree | None = None
     diagnostics: object = None
     comparison: object = None
+    sd_zero_points: int = 0
     loo: object = None
     bands: xr.Dataset | None = None
     loo_pit: np.ndarray | None = None
@@ -128,7 +131,8 @@ def _fit_candidates(spec: Spec, candidates: list, seed: int, say: Callable, caug
         if len(candidates) > 1:  # say which candidate a warning is about
             for w in caught[before:]:
                 w.message = f"{c.expression}: {w.message}"
-        say(f"  log p(t | θ̂) = {c.eb.log_marginal_likelihood:.4f}   ({time.perf_counter() - started:.1f} s)")
+        map_ii = f", MAP-II objective log p(t | θ̂) + log p(θ̂) = {c.eb.objective:.4f}" if c.eb.include_prior else ""
+        say(f"  log p(t | θ̂) = {c.eb.log_marginal_likelihood:.4f}{map_ii}   ({time.perf_counter() - started:.1f} s)")
     return {"empirical_bayes": sum(c.eb.seconds for c in candidates)}
 
 
@@ -165,13 +169,30 @@ def _sample(result: Analysis, obs_name: str, Xgrid, say: Callable, progressbar: 
     result.seconds["mcmc"] = time.perf_counter() - started
     say(f"  done in {result.seconds['mcmc']:.1f} s{_mcmc_parts(dt, result.seconds['mcmc'])}")
     result.idata = dt
+    check_chains_moved(dt)  # a chain stuck at one point: nothing to diagnose or report (ArviZ's LOO would fail on it)
     result.diagnostics = diagnose(dt, warn=False)
     result.loo = az.loo(dt)
     result.loo_pit = np.asarray(az.loo_pit(dt)[obs_name].values)  # PSIS-weighted P(ỹᵢ ≤ tᵢ | t₋ᵢ)
     if Xgrid is not None:
         result.bands = predictive_bands(dt["posterior_predictive"].to_dataset(), prob=0.95)
     if chosen.eb is not None:
-        result.comparison = compare_eb_mcmc(chosen.eb, dt, prob=0.95)
+        result.comparison, result.sd_zero_points = _compare(chosen.eb, dt)
+
+
+def _compare(eb, dt: xr.DataTree) -> tuple:
+    """`compare_eb_mcmc` (95 %) leaving out the grid points where sd_EB(f) = sd_MCMC(f) = 0; (comparison, their number)."""
+    pp = dt["posterior_predictive"].to_dataset() if "posterior_predictive" in dt.children else None
+    if pp is None or "f_mean" not in pp:
+        return compare_eb_mcmc(eb, dt, prob=0.95), 0
+    dims = ("chain", "draw_thinned")
+    mcmc_var = (pp["f_var"].mean(dims) + pp["f_mean"].var(dims)).values  # Var f = E[Var f | θ] + Var E[f | θ]
+    known = (eb.posterior(Xnew=pp["Xnew"].values).std == 0) & (mcmc_var == 0)
+    kept = dt.copy()
+    if known.all():  # no grid point to compare at
+        del kept["posterior_predictive"]
+    else:
+        kept["posterior_predictive"] = xr.DataTree(pp.isel({pp["Xnew"].dims[0]: ~known}))
+    return compare_eb_mcmc(eb, kept, prob=0.95), int(known.sum())
 
 
 def _mcmc_parts(dt, seconds: float) -> str:
@@ -210,13 +231,24 @@ def _at_point(result: Analysis, plug_in: PlugIn, Xgrid, say: Callable) -> None:
         result.spectrum = np.linalg.eigvalsh(gram.evaluate(X_gram))
     if spec.approx is not None:
         say(f"approximation audit: {spec.approx} against the exact GP at the fitted point …")
-        result.checks["approximation"] = checks.approximation_error(
+        result.checks["approximation"] = audit = checks.approximation_error(
             numeric.kernel, numeric.approximation_as_fitted(parse_approx(spec.approx)), result.data.X, result.data.y, numeric.sigma, Xnew=Xgrid,
             seed=result.seed,
         )
+        if not audit.passed:
+            warnings.warn(_audit_failed(audit), FitWarning)
     if spec.checks.kernel_trick is not None:
         say("kernel-trick audit: BLR in weight space against the GP with k = φᵀΣφ …")
         result.checks["kernel_trick"], result.kernel_trick_curves = _kernel_trick(spec, result.data, numeric, Xgrid)
+
+
+def _audit_failed(audit) -> str:
+    """A failed approximation audit in one sentence: each error beyond its tolerance."""
+    errors = (("mean error", audit.mean_error, audit.mean_tol, "·sd(y)"), ("predictive-variance error", audit.var_error, audit.var_tol, ""),
+              ("log-likelihood error", audit.lml_error, audit.lml_tol, " per point"))
+    over = [f"{name} {value:.3g}{unit} against the tolerance {tol:.3g}{unit}" for name, value, tol, unit in errors if value > tol]
+    return (f"approximation audit: {audit.approx} is NOT within the tolerances of the exact GP at the fitted hyperparameters "
+            f"({'; '.join(over)}), so its predictions and evidence are not the exact GP's")
 
 
 def _gram_points(result: Analysis) -> np.ndarray:

@@ -92,6 +92,9 @@ def _read_csv(path: Path, columns: list, what: list) -> list[np.ndarray]:
                 except ValueError:
                     raise ValueError(f"{path}: column {header[i]!r} ({where}) must hold numbers; line {lines[k + 1]} has "
                                      f"{row[i][:40]!r}") from None
+                if not np.isfinite(values[k, j]):  # "nan", "inf" parse as floats; the models need finite data
+                    raise ValueError(f"{path}: column {header[i]!r} ({where}) must hold finite numbers; line {lines[k + 1]} has "
+                                     f"{row[i].strip()[:40]!r}")
         out.append(values)
     return out
 

@@ -303,6 +303,17 @@ sigma = "noise"
     assert not (tmp_path / "r").exists()
 
 
+def test_chains_that_never_moved_get_one_clear_line_and_no_report(tmp_path, capsys):
+    """A review's spec with tune = 0: NUTS rejected every step from its first step size, and ArviZ's PSIS-LOO failed with
+    "All tail values are the same" (exit 1, no word of why). Now the run says which chains never moved (exit 1, no folder)."""
+    (tmp_path / "s.toml").write_text(SMALL.replace("tune = 60", "tune = 0").replace("[predict]\nstart = 0.0\nstop = 1.0\nnum = 21\n", ""))
+    assert cli.main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "r")]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("bayeskern: error:")]
+    assert err == ["bayeskern: error: MCMC chain(s) 0, 1 of 2 never moved: each of their 60 draws is the same point; "
+                   "give the sampler tuning steps (tune)"], err
+    assert not (tmp_path / "r").exists()
+
+
 def test_mcmc_only_reports_at_the_posterior_mean_with_noise_bands(tmp_path):
     """Without EB the point summaries use the posterior mean of θ; include_noise = true puts σ² in the grid sd
     (numpy GP at that point, sd² = diag cov + σ², rtol 1e-8)."""

@@ -250,6 +250,7 @@ def test_csv_columns_a_spec_does_not_use_may_hold_text_and_bad_cells_are_named(t
     (tmp_path / "blank.csv").write_text("a,b,target,label\n\n0.1,1,0,x\n\n0.2,two,1,y\n")  # blank lines are skipped
     (tmp_path / "twice.csv").write_text("a,b,a,target\n0.1,1,0,0\n0.2,2,1,1\n")
     (tmp_path / "one.csv").write_text("a,b,target,label\n0.1,1,0,x\n")  # a review: accepted, then σ fitted to 0.0065
+    (tmp_path / "nan.csv").write_text("a,b,target,label\n0.1,1,0,x\n0.2,2, NaN,y\n")  # a review: "must be finite", no line
     text = BASE.replace('source = "sinusoid"\nn = 8\nnoise = 0.1\nseed = 3', 'source = "csv"\npath = "d.csv"\nx = ["a", "b"]\ny = "target"')
     data = spec.load(_write(tmp_path, text)).load_data()
     np.testing.assert_array_equal(data.X, np.column_stack([np.arange(8) / 10, np.arange(8)]))
@@ -258,7 +259,8 @@ def test_csv_columns_a_spec_does_not_use_may_hold_text_and_bad_cells_are_named(t
                             (('path = "d.csv"', 'path = "ragged.csv"'), "every row must have 4 values, like the header; line 3 has 5"),
                             (('path = "d.csv"', 'path = "blank.csv"'), "column 'b' (data.x) must hold numbers; line 5 has 'two'"),
                             (('path = "d.csv"', 'path = "twice.csv"'), "the header has the column 'a' 2 times"),
-                            (('path = "d.csv"', 'path = "one.csv"'), "data: the data have 1 row; at least 2 are needed")):
+                            (('path = "d.csv"', 'path = "one.csv"'), "data: the data have 1 row; at least 2 are needed"),
+                            (('path = "d.csv"', 'path = "nan.csv"'), "column 'target' (data.y) must hold finite numbers; line 3 has 'NaN'")):
         assert cli.main(["check", str(_write(tmp_path, text.replace(*change), "bad.toml"))]) == 2
         assert message in capsys.readouterr().err
 

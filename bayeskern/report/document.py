@@ -71,13 +71,19 @@ def _empirical_bayes(summary: dict) -> list[tuple]:
     eb = summary["empirical_bayes"]
     if eb is None:
         return []
-    return [("h2", "Empirical Bayes (type-II maximum likelihood)"),
-            ("p", f"log p(t | θ̂) = {_num(eb['log_marginal_likelihood'], 6)}; converged: {_num(eb['converged'])} "
+    return [("h2", "Empirical Bayes (MAP-II, type-II maximum a posteriori)" if eb["include_prior"] else "Empirical Bayes (type-II maximum likelihood)"),
+            ("p", f"{_maximised(eb)}; converged: {_num(eb['converged'])} "
                   f"(max |gradient| {_num(eb['grad_norm'], 2)}); {len(eb['optima'])} distinct optimum/optima from "
                   f"{eb['restarts']} starts; jitter {_num(eb['jitter'])}; {_num(eb['seconds'], 3)} s."),
             ("table", ["hyperparameter", "θ̂", "Laplace sd", "at the edge of its support"],
              [[n, _edge(eb["bound"][n]) if np.ndim(v) == 0 and n in eb["bound"] else _num(v), _num(eb["laplace_sd"][n]),
                _num(eb["at_bound"][n])] for n, v in eb["params"].items()])]
+
+
+def _maximised(eb: dict) -> str:
+    """What θ̂ maximises: log p(t | θ̂), or for MAP-II log p(t | θ̂) + log p(θ̂) (`objective`) and its log p(t | θ̂)."""
+    lml = f"log p(t | θ̂) = {_num(eb['log_marginal_likelihood'], 6)}"
+    return f"maximised log p(t | θ̂) + log p(θ̂) = {_num(eb['objective'], 6)}, of which {lml}" if eb["include_prior"] else lml
 
 
 def _mcmc(summary: dict, fig) -> list[tuple]:
@@ -101,16 +107,26 @@ def _eb_vs_mcmc(summary: dict) -> list[tuple]:
     cmp = summary["eb_vs_mcmc"]
     if cmp is None:
         return []
-    gap = "" if cmp["max_mean_gap_sd"] is None else (
-        f" On the grid the two posteriors of f (without the noise) differ in mean by at most {_num(cmp['max_mean_gap_sd'], 3)} "
-        f"MCMC sd of f; their sd_EB / sd_MCMC ranges {_num(cmp['sd_ratio'][0], 3)} … {_num(cmp['sd_ratio'][2], 3)} "
-        f"(median {_num(cmp['sd_ratio'][1], 3)}).")
+    gap = _grid_gap(cmp)
     return [("h2", "Empirical Bayes against MCMC"),
             ("table", ["hyperparameter", "EB θ̂", "posterior mean", "posterior sd", "95% interval", "z = (θ̂ − mean)/sd", "θ̂ inside"],
              [[n, _num(r["eb"]), _num(r["mean"]), _num(r["sd"]), f"{_num(r['lower'])} … {_num(r['upper'])}",
                _num(r["z"], 3), _num(r["eb_in_interval"])] for n, r in cmp["params"].items()]),
             ("p", f"Leave-one-out elpd: EB plug-in {_num(cmp['elpd_loo_eb'])} (optimistic: θ̂ saw every point), "
                   f"MCMC (PSIS-LOO) {_num(cmp['elpd_loo_mcmc'])} ± {_num(cmp['elpd_loo_mcmc_se'], 2)}." + gap)]
+
+
+def _grid_gap(cmp: dict) -> str:
+    """The two posteriors of f on the grid, without the points where both sds are 0 (f known exactly: nothing to compare)."""
+    known = cmp.get("sd_zero_points", 0)
+    points = f"{known} grid point{'s' if known > 1 else ''}"
+    if cmp["max_mean_gap_sd"] is None:
+        return "" if not known else f" At every grid point ({known}) both sds of f are 0 (f is known exactly): no uncertainty to compare."
+    left_out = "" if not known else (f" Left out of these figures: {points} where both sds of f are 0 (f is known exactly "
+                                     "there: no uncertainty to compare).")
+    return (f" On the grid the two posteriors of f (without the noise) differ in mean by at most {_num(cmp['max_mean_gap_sd'], 3)} "
+            f"MCMC sd of f; their sd_EB / sd_MCMC ranges {_num(cmp['sd_ratio'][0], 3)} … {_num(cmp['sd_ratio'][2], 3)} "
+            f"(median {_num(cmp['sd_ratio'][1], 3)})." + left_out)
 
 
 def _predictions(fig) -> list[tuple]:
@@ -123,10 +139,11 @@ def _checks(summary: dict, fig) -> list[tuple]:
     out = [("h2", "Checks")]
     spectrum = summary["gram_spectrum"]
     if spectrum is not None:
-        verdict = ("no eigenvalue below the round-off level" if spectrum["min"] >= -spectrum["roundoff"]
-                   else "an eigenvalue is negative beyond round-off: the kernel is not positive semi-definite on these inputs")
+        verdict = (f"no eigenvalue below −{PSD_ROUNDOFF} times it" if spectrum["min"] >= -PSD_ROUNDOFF * spectrum["roundoff"]
+                   else f"an eigenvalue is below −{PSD_ROUNDOFF} times it: the kernel is not positive semi-definite on these inputs")
         out.append(("p", f"Gram matrix at the fitted hyperparameters: λmin = {_num(spectrum['min'], 3)}, λmax = {_num(spectrum['max'], 3)}, "
-                         f"round-off tolerance {PSD_ROUNDOFF}·n·ε·max|λ| = {_num(spectrum['roundoff'], 2)} (as checks.psd): {verdict}."))
+                         f"round-off scale n·ε·max|λ| = {_num(spectrum['roundoff'], 3)} (as checks.psd, which counts λmin ≥ "
+                         f"−{PSD_ROUNDOFF}·n·ε·max|λ| as positive semi-definite): {verdict}."))
         out += fig("spectrum.png")
     for name, result in summary["checks"].items():
         if name == "approximation":

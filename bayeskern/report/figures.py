@@ -104,7 +104,7 @@ def evidence_figure(a) -> bytes:
 
 
 def spectrum_figure(a) -> bytes:
-    """The Gram matrix's eigenvalues, |λ| on a log scale, negative ones marked, with the round-off tolerance c·n·ε·max|λ|."""
+    """The Gram matrix's eigenvalues, |λ| on a log scale, negative ones marked, with checks.psd's threshold c·n·ε·max|λ|."""
     lam = a.spectrum[::-1]
     fig = Figure(figsize=(6, 4))
     ax = fig.subplots()
@@ -114,7 +114,7 @@ def spectrum_figure(a) -> bytes:
     if np.any(lam <= 0):
         ax.semilogy(i[lam <= 0], np.maximum(np.abs(lam[lam <= 0]), 1e-300), "x", color="red", label="|λ|, λ ≤ 0")
     if floor > 0:
-        ax.axhline(floor, color="grey", ls=":", label=f"{PSD_ROUNDOFF}·n·ε·max|λ| (round-off)")
+        ax.axhline(floor, color="grey", ls=":", label=f"{PSD_ROUNDOFF}·n·ε·max|λ| (checks.psd's threshold)")
     ax.set(xlabel="index", ylabel="eigenvalue", title="eigen-spectrum of the Gram matrix K(X, X) at θ̂")
     ax.legend(fontsize=8)
     return _png(fig)
@@ -162,7 +162,7 @@ FIGURES = {
                  lambda a: _arviz(azp.plot_pair, a.idata, marginal=True)),
     "loo_pit.png": ("LOO-PIT: the leave-one-out probability integral transforms should be uniform (ArviZ plot_loo_pit).",
                     lambda a: a.idata is not None, lambda a: _arviz(azp.plot_loo_pit, a.idata)),
-    "spectrum.png": ("Eigenvalues of the Gram matrix at the fitted hyperparameters (Mercer: none below −round-off).",
+    "spectrum.png": (f"Eigenvalues of the Gram matrix at the fitted hyperparameters (Mercer: none below −{PSD_ROUNDOFF}·n·ε·max|λ|, the dotted line).",
                      lambda a: a.spectrum is not None, spectrum_figure),
     "kernel_trick.png": ("The kernel-trick audit: weight-space and function-space predictions and their difference.",
                          lambda a: a.kernel_trick_curves is not None, kernel_trick_figure),

@@ -7,7 +7,7 @@ import numpy as np
 import xarray as xr
 
 from bayeskern._json import jsonable
-from bayeskern._linalg import psd_tolerance
+from bayeskern._linalg import PSD_ROUNDOFF, TINY, psd_tolerance
 from bayeskern.cv import compare
 
 __all__ = ["jsonable", "results_tree", "summary"]
@@ -32,14 +32,14 @@ def summary(a, files: list[str]) -> dict:
                      "point_is": "empirical Bayes optimum" if a.chosen.eb is not None else "posterior mean"},
         "empirical_bayes": None if a.chosen.eb is None else {**spec.empirical_bayes.as_kwargs(), **a.chosen.eb.to_dict()},
         "mcmc": None,
-        "eb_vs_mcmc": None if a.comparison is None else a.comparison.to_dict(),
+        "eb_vs_mcmc": None if a.comparison is None else {**a.comparison.to_dict(), "sd_zero_points": a.sd_zero_points},
         "checks": {name: result.to_dict() for name, result in a.checks.items()},
         "cross_validation": None if a.cv is None else {
             "folds": spec.cv.folds, "shuffle": spec.cv.shuffle, "seed": spec.cv.seed, "refit": spec.cv.refit,
             "fold_sizes": [len(f) for f in a.cv_folds], "table": compare(a.cv)},
         "gram_spectrum": None if a.spectrum is None else {
             "min": float(a.spectrum[0]), "max": float(a.spectrum[-1]),
-            "roundoff": psd_tolerance(a.spectrum)},  # the tolerance checks.psd and gp.posterior decide by
+            "roundoff": max(psd_tolerance(a.spectrum) / PSD_ROUNDOFF, TINY)},  # n·ε·max|λ|, checks.psd's round-off scale
         "warnings": a.warnings,
         "seconds": a.seconds,
         "files": sorted(files),
