@@ -289,6 +289,7 @@ REGISTRY: dict[str, Case] = {
     "bayeskern.fit.diagnose": Case(bk.fit.diagnose, lambda: {"dt": _fake_mcmc_tree(), "rhat_max": 1.01, "ess_min": 10.0, "ebfmi_min": 0.3, "warn": False},
                                    {"dt": "object", "rhat_max": "scale", "ess_min": "scale", "ebfmi_min": "scale", "warn": "flag"},
                                    use=lambda d: (d.ebfmi, [v.values for v in d.table.data_vars.values()])),
+    "bayeskern.fit.check_chains_moved": Case(bk.fit.check_chains_moved, lambda: {"dt": _fake_mcmc_tree()}, {"dt": "object"}),
     "bayeskern.fit.empirical_bayes": Case(bk.fit.empirical_bayes,
                                           lambda: {"model": _gp_model(), "restarts": 2, "seed": 0, "include_prior": False, "maxiter": 50},
                                           {"model": "model", "restarts": "int", "seed": "seed", "include_prior": "flag", "maxiter": "int"},

@@ -112,6 +112,8 @@ def check_chains_moved(dt: xr.DataTree) -> None:
     """A ValueError naming the chains that never moved: every draw of every posterior variable the same point (NUTS
     without tuning can keep rejecting from its first step size). Nothing can be estimated from such a chain, and
     ArviZ's LOO fails on it ("All tail values are the same")."""
+    if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
+        raise ValueError(f"dt must be an MCMC DataTree with a posterior group, got {type(dt).__name__}")
     posterior = dt["posterior"].to_dataset()
     values = [np.asarray(v.values).reshape(v.sizes["chain"], v.sizes["draw"], -1) for v in posterior.data_vars.values()]
     moved = np.zeros(posterior.sizes["chain"], dtype=bool)
