@@ -145,6 +145,6 @@ def test_more_folds_than_rows_and_cv_without_empirical_bayes_are_refused(tmp_pat
         _spec(tmp_path, "[cv]\nfolds = 25\n").load_data()
     path = tmp_path / "mc.toml"
     path.write_text(SPEC.replace('kernel = ["amp * RBF(lengthscale=ell)", "amp * RBF(lengthscale=ell) + Linear()"]', 'kernel = "amp * RBF(lengthscale=ell)"')
-                    .replace("[fit.empirical_bayes]\nrestarts = 2\n", "[fit.mcmc]\ndraws = 10\n") + "[cv]\nfolds = 3\n")
+                    .replace("[fit.empirical_bayes]\nrestarts = 2\n", "[fit.mcmc]\ndraws = 50\n") + "[cv]\nfolds = 3\n")
     with pytest.raises(specs.SpecError, match="cv: cross-validation fits each training split by empirical Bayes"):
         specs.load(path)
