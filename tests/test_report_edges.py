@@ -151,3 +151,11 @@ def test_a_failed_approximation_audit_is_among_the_warnings(tmp_path):
         assert (name in said) == (audit[tol.replace("tol", "error")] > audit[tol])
     md = (tmp_path / "r" / "report.md").read_text()
     assert f"- {said}" in md.split("## Warnings")[1].split("##")[0]
+
+
+def test_counts_are_printed_whole_and_equal_fold_sizes_once():
+    """A review read "n | 2e+03" in the PSD table and "folds of 5–5 points"."""
+    from bayeskern.report.document import _num, _span
+
+    assert _num(2000) == "2000" and _num(np.int64(123456)) == "123456" and _num(2000.0) == "2000" and _num(1234.5) == "1234"
+    assert _span([5, 5, 5]) == "5" and _span([5, 6]) == "5–6"

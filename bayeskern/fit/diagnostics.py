@@ -90,7 +90,7 @@ def diagnose(dt: xr.DataTree, rhat_max: float = RHAT_MAX, ess_min: float = ESS_M
         for kind, src in (("bulk", ess_bulk), ("tail", ess_tail)):
             worst = float(np.min(src[name].values))
             if not worst >= ess_min:
-                problems.append(f"{kind} ESS of {name} is {worst:.0f} < {ess_min}")
+                problems.append(f"{kind} ESS of {name} is {worst:.0f} < {ess_min:g}")
     if divergences:
         n = stats.sizes["chain"] * stats.sizes["draw"]
         problems.append(f"{divergences} divergent transitions out of {n}: the posterior geometry is hard here; reparametrise or raise target_accept")

@@ -19,8 +19,15 @@ def _num(v, digits: int = 4) -> str:
         return "[" + ", ".join(_num(x, digits) for x in a.ravel()) + "]"
     if a.dtype == bool:
         return "yes" if a else "no"
+    if a.dtype.kind in "iu":  # a count: every digit (n = 2000, not 2e+03)
+        return str(int(a))
     x = float(a)
     return "NaN" if np.isnan(x) else f"{x:.{digits}g}"
+
+
+def _span(sizes) -> str:
+    """"5" for sizes all 5, "5–6" otherwise."""
+    return str(min(sizes)) if min(sizes) == max(sizes) else f"{min(sizes)}–{max(sizes)}"
 
 
 def _edge(bound) -> str:
@@ -42,8 +49,10 @@ def _data_and_model(a) -> list[tuple]:
     out += [("h1", spec.report.title), ("p", spec.description)]
     out += [("h2", "Data and model"), ("p", a.data.description + ".")]
     kind = ("a zero-mean Gaussian process, t = f(x) + ε, f ~ GP(0, k), ε ~ N(0, σ²)" if spec.kind == "gp"
-            else "Bayesian linear regression t = Φw + ε, w ~ N(0, Σ) with Σ = prior_cov (a number: prior_cov·I), ε ~ N(0, σ²), weights integrated out")
-    out.append(("p", f"Model: {kind}. Noise sd σ = {spec.sigma}" + (f"; prior_cov = {spec.prior_cov}" if spec.kind == "blr" else "") + "."))
+            else "Bayesian linear regression t = Φw + ε, w ~ N(0, Σ) with Σ from prior_cov (a number c: c·I; a vector: its diagonal), "
+                 "ε ~ N(0, σ²), weights integrated out")
+    approx = f"; fitted through the approximation {spec.approx} (audited against the exact GP below)" if spec.approx else ""
+    out.append(("p", f"Model: {kind}{approx}. Noise sd σ = {spec.sigma}" + (f"; prior_cov = {spec.prior_cov}" if spec.kind == "blr" else "") + "."))
     if spec.priors:
         out.append(("table", ["hyperparameter", "prior"], [[n, p] for n, p in spec.priors.items()]))
     if a.warnings:
@@ -73,7 +82,7 @@ def _empirical_bayes(summary: dict) -> list[tuple]:
         return []
     return [("h2", "Empirical Bayes (MAP-II, type-II maximum a posteriori)" if eb["include_prior"] else "Empirical Bayes (type-II maximum likelihood)"),
             ("p", f"{_maximised(eb)}; converged: {_num(eb['converged'])} "
-                  f"(max |gradient| {_num(eb['grad_norm'], 2)}); {len(eb['optima'])} distinct optimum/optima from "
+                  f"(max |gradient| {_num(eb['grad_norm'], 2)}); {len(eb['optima'])} distinct optim{'um' if len(eb['optima']) == 1 else 'a'} from "
                   f"{eb['restarts']} starts; jitter {_num(eb['jitter'])}; {_num(eb['seconds'], 3)} s."),
             ("table", ["hyperparameter", "θ̂", "Laplace sd", "at the edge of its support"],
              [[n, _edge(eb["bound"][n]) if np.ndim(v) == 0 and n in eb["bound"] else _num(v), _num(eb["laplace_sd"][n]),
@@ -190,7 +199,7 @@ def _cross_validation(summary: dict) -> list[tuple]:
              _num(r["dse"], 3), r["error"] or ""] for r in cv["table"]]
     return [
         ("h2", "Cross-validation"),
-        ("p", f"{cv['folds']}-fold cross-validation, {how} folds of {min(cv['fold_sizes'])}–{max(cv['fold_sizes'])} points, "
+        ("p", f"{cv['folds']}-fold cross-validation, {how} folds of {_span(cv['fold_sizes'])} points, "
               f"{fits}; each held-out point scored by its log predictive density. elpd_kfold is their sum, se its standard "
               "error √(n·var), elpd_diff and dse the difference from the best and its standard error (as ArviZ's compare)."),
         ("table", ["rank", "candidate", "elpd_kfold", "se", "elpd_diff", "dse", "error"], rows),
