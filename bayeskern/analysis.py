@@ -171,7 +171,7 @@ def _sample(result: Analysis, obs_name: str, Xgrid, say: Callable, progressbar: 
     result.idata = dt
     check_chains_moved(dt)  # a chain stuck at one point: nothing to diagnose or report (ArviZ's LOO would fail on it)
     result.diagnostics = diagnose(dt, warn=False)
-    result.loo = az.loo(dt)
+    result.loo = az.loo(dt, pointwise=True)
     result.loo_pit = np.asarray(az.loo_pit(dt)[obs_name].values)  # PSIS-weighted P(ỹᵢ ≤ tᵢ | t₋ᵢ)
     if Xgrid is not None:
         result.bands = predictive_bands(dt["posterior_predictive"].to_dataset(), prob=0.95)

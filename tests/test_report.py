@@ -5,6 +5,7 @@ import json
 import re
 import shutil
 
+import arviz as az
 import numpy as np
 import pytest
 import xarray as xr
@@ -114,14 +115,20 @@ def test_the_reported_numbers_match_numpy(small):
         np.testing.assert_allclose(value, posterior[name].mean().item(), rtol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto")  # true of 2 × 60 draws (k̂ above 0.52); the report has it
 def test_results_nc_round_trips_exactly(small):
     _, analysis, report = small
     written = results_tree(analysis)
     back = xr.open_datatree(report / "results.nc")
     assert set(back.children) == set(written.children) >= {"posterior", "sample_stats", "log_likelihood", "posterior_predictive",
-                                                          "observed_data", "data", "candidates", "empirical_bayes", "predictions", "checks"}
+                                                          "observed_data", "data", "candidates", "empirical_bayes", "predictions", "checks", "loo"}
     for name in written.children:
         xr.testing.assert_equal(back[name].to_dataset(), written[name].to_dataset())
+    # the loo group is ArviZ's PSIS-LOO of the stored log_likelihood: recomputed from the file, the same numbers
+    again = az.loo(back, pointwise=True)
+    np.testing.assert_array_equal(back["loo"]["elpd_loo_i"].values, again.elpd_i.values)
+    np.testing.assert_array_equal(back["loo"]["pareto_k"].values, again.pareto_k.values)
+    assert back["loo"].attrs["elpd_loo"] == float(again.elpd) and back["loo"]["elpd_loo_i"].values.sum() == pytest.approx(float(again.elpd), rel=1e-12)
 
 
 def _without_times(summary: dict) -> dict:

@@ -55,8 +55,8 @@ def summary(a, files: list[str]) -> dict:
 
 
 def results_tree(a) -> xr.DataTree:
-    """The MCMC DataTree (if any) with groups added: `data`, `candidates`, `empirical_bayes`, `predictions`, `checks`,
-    `cross_validation` (with [cv]: each candidate's held-out log predictive density per observation, NaN for a failed
+    """The MCMC DataTree (if any) with groups added: `data`, `candidates`, `empirical_bayes`, `predictions`, `checks`, `loo`
+    (with MCMC: PSIS-LOO's pointwise elpd and Pareto k̂), `cross_validation` (with [cv]: each candidate's held-out log predictive density per observation, NaN for a failed
     candidate, its elpd_kfold and se, and the fold of each observation)."""
     dt = a.idata.copy() if a.idata is not None else xr.DataTree()
     dt.attrs = {**dt.attrs, "bayeskern_spec": a.spec.name, "bayeskern_seed": int(a.seed)}
@@ -90,6 +90,10 @@ def results_tree(a) -> xr.DataTree:
         checks["loo_pit"] = ("obs", a.loo_pit)
     if checks:
         dt["checks"] = xr.DataTree(xr.Dataset(checks, coords={"obs": obs} if a.loo_pit is not None else {}))
+    if a.loo is not None:
+        dt["loo"] = xr.DataTree(xr.Dataset(  # PSIS-LOO of the MCMC run, per observation
+            {"elpd_loo_i": ("obs", np.asarray(a.loo.elpd_i.values, float)), "pareto_k": ("obs", np.asarray(a.loo.pareto_k.values, float))},
+            coords={"obs": obs}, attrs={"elpd_loo": float(a.loo.elpd), "se": float(a.loo.se), "p_loo": float(a.loo.p), "good_k": float(a.loo.good_k)}))
     if a.cv is not None:
         dt["cross_validation"] = xr.DataTree(_cross_validation(a, obs))
     return dt
