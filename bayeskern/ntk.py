@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bayeskern._linalg import psd_eigh
+from bayeskern._linalg import psd_eigh, psd_tolerance
 from bayeskern._validation import as_inputs, as_targets, check_finite_result, check_kernel, check_number, numerical_failure, same_columns
 from bayeskern.kernels import Kernel
 
@@ -39,7 +39,7 @@ def dynamics(kernel: Kernel, X, y, Xnew, eta, t, f0=None, f0_new=None) -> NTKDyn
         f(x; θ_t) = f(x; θ₀) − K(x, X) U [(1 − e^{−ηΛt/N}) Λ⁻¹] Uᵀ r₀
                   = f(x; θ₀) − K(x, X) K⁻¹ (I − e^{−ηKt/N}) r₀,
     through the eigendecomposition, so a singular K needs no inverse: (1 − e^{−ηλt/N})/λ → ηt/N as
-    λ → 0. Gradient descent with step η runs t steps in time t.
+    λ → 0. Gradient descent with a small step η follows this flow: t steps of it take the time t (exactly only as η → 0).
 
     `kernel`: the NTK (e.g. `bayeskern.kernels.NTK`); any PSD kernel works. `X` (N, d), `y` (N,): the
     training data. `Xnew` (m, d): where to predict. `eta`: η > 0. `t`: times ≥ 0 (a scalar or a
@@ -68,7 +68,10 @@ def dynamics(kernel: Kernel, X, y, Xnew, eta, t, f0=None, f0_new=None) -> NTKDyn
     gain = np.where(positive, rates / np.where(positive, lam, 1.0), a)  # (1 − e^{−ηλt/N})/λ, → ηt/N at λ = 0
     train = Y + ((1.0 - rates) * r0) @ U.T  # Y + U e^{−ηΛt/N} Uᵀ r₀
     mean = f0_new - (gain * r0) @ KsU.T  # f₀(x) − K(x, X) U gain Uᵀ r₀
-    inv_lam = np.where(positive, 1.0 / np.where(positive, lam, 1.0), 0.0)  # K⁺: the pseudo-inverse on a singular K
+    # K⁺, the pseudo-inverse on a singular K: directions whose λ is round-off (≤ c·n·ε·max λ, of either sign before psd_eigh
+    # clipped it) are null, and K(x, X)u = 0 there for every x; 1/λ of a round-off λ would multiply round-off by 1e16
+    resolved = lam > psd_tolerance(lam)
+    inv_lam = np.where(resolved, 1.0 / np.where(resolved, lam, 1.0), 0.0)
     limit = f0_new - KsU @ (inv_lam * r0)
     for values in (mean, train, limit):
         check_finite_result(values, "the network outputs f(·; θ_t) (y, f0 or the kernel's values are too large for float64)")

@@ -151,6 +151,24 @@ def test_dynamics_with_a_singular_kernel_needs_no_inverse():
     np.testing.assert_allclose(res.rates[:, :2], 0.0, atol=1e-12)
 
 
+def test_the_limit_with_repeated_inputs_is_the_pseudo_inverse_one():
+    """A review: with two training inputs repeated (different targets), K's null directions came out as +1e-16 and the
+    t → ∞ limit multiplied round-off by 1e16 (off by up to 5). It is f₀(x) − K(x, X)K⁺(f₀(X) − Y), K⁺ numpy's pinv
+    with a cut-off far above round-off (1e-10 relative: K's resolved eigenvalues here are ≥ 1e-3 of the largest), and
+    the finite-time mean at t = 1e9 (every resolved mode settled) agrees."""
+    kernel = K.NTK(2, 2.0, 0.1)
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        x0 = rng.uniform(-1, 1, 6)
+        X = np.r_[x0, x0[:2]][:, None]
+        y = np.r_[np.sin(3 * x0), np.sin(3 * x0[:2]) + 0.5]
+        Xs = np.linspace(-1.5, 1.5, 5)[:, None]
+        res = bk.ntk.dynamics(kernel, X, y, Xs, 1.0, [1e9])
+        reference = kernel.evaluate(Xs, X) @ np.linalg.pinv(kernel.evaluate(X), rcond=1e-10, hermitian=True) @ y  # f₀ = 0
+        np.testing.assert_allclose(res.limit, reference, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(res.mean[0], res.limit, rtol=1e-6, atol=1e-8)
+
+
 def test_dynamics_names_bad_arguments():
     X, y, Xs = _dynamics_data()
     with pytest.raises(ValueError, match="eta must be positive"):
