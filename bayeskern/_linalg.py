@@ -139,11 +139,22 @@ def psd_eigh(A: np.ndarray, name: str = "matrix", scale: float | None = None) ->
     a difference of larger terms — a posterior covariance K** − kᵀC⁻¹k is exact only to ε·max k(x, x),
     so when the data pin f down all its eigenvalues are round-off around 0, of either sign.
     """
+    lam, U = _checked_eigh(A, name, scale, vectors=True)
+    return np.clip(lam, 0.0, None), U
+
+
+def check_psd_matrix(A: np.ndarray, name: str = "matrix") -> None:
+    """`psd_eigh`'s ValueError for a matrix that is not PSD to round-off, from the eigenvalues alone (no eigenvectors)."""
+    _checked_eigh(A, name, None, vectors=False)
+
+
+def _checked_eigh(A, name: str, scale, vectors: bool):
+    """scipy's eigh of A (eigenvalues only unless `vectors`), refused below −c·n·ε·s (see `psd_eigh`)."""
     A = np.asarray(A, dtype=np.float64)
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} contains NaN or infinite values")
     try:
-        lam, U = scipy.linalg.eigh(A, check_finite=False)
+        lam, U = scipy.linalg.eigh(A, check_finite=False) if vectors else (scipy.linalg.eigh(A, eigvals_only=True, check_finite=False), None)
     except np.linalg.LinAlgError as err:
         raise ValueError(f"{name}: the eigendecomposition did not converge ({err})") from None
     magnitude = max(float(np.max(np.abs(lam), initial=0.0)), 0.0 if scale is None else abs(float(scale)))
@@ -152,7 +163,7 @@ def psd_eigh(A: np.ndarray, name: str = "matrix", scale: float | None = None) ->
         raise ValueError(
             f"{name} is not positive semi-definite: smallest eigenvalue {lam[0]:.3g}, below the round-off scale {floor:.3g}"
         )
-    return np.clip(lam, 0.0, None), U
+    return lam, U
 
 
 def psd_factor(A: np.ndarray, name: str = "matrix", scale: float | None = None) -> np.ndarray:

@@ -338,6 +338,18 @@ def test_kernel_ridge_closed_form_loo_equals_refits(cv_lam):
         np.testing.assert_allclose(res.alpha, kr_fit_reference(K, y, res.lam), rtol=1e-8)
 
 
+def test_kernel_ridge_refuses_a_kernel_that_is_not_psd_however_lam_is_given(sinusoid):
+    """tanh(xᵀx′ − 1) on these inputs has λmin(𝕂) < 0 (numpy's eigvalsh): the LOO grid refused it, but a fixed λ above
+    |λmin| made 𝕂 + λI positive definite and the fit reported ‖m̂‖²_H = 0 for a negative αᵀ𝕂α (a review's finding)."""
+    X, y, _ = sinusoid
+    kernel = bk.kernels.Sigmoid(1.0, -1.0)
+    eig = np.linalg.eigvalsh(kernel.evaluate(X))
+    assert eig[0] < -1e-3 * eig[-1]  # indefinite well beyond round-off
+    for lam, cv in ((None, "loo"), (2.0 * abs(eig[0]), "loo"), (np.geomspace(1.0, 1e3, 4) * abs(eig[0]), 3)):
+        with pytest.raises(ValueError, match=r"kernel matrix K\(X, X\) is not positive semi-definite"):
+            S.kernel_ridge(kernel, X, y, lam=lam, cv=cv)
+
+
 def test_kernel_ridge_kfold_and_rkhs_norm(sinusoid):
     # k-fold scores against explicit refits on the same partition (rng(seed).permutation split into k
     # parts, as documented), rtol 1e-8; ‖m̂‖²_H = αᵀKα with K from the numpy reference, rtol 1e-10

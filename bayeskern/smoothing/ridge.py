@@ -6,7 +6,7 @@ import numpy as np
 import scipy.linalg
 
 from bayeskern._json import record_dict
-from bayeskern._linalg import cho_solve, cholesky, psd_eigh
+from bayeskern._linalg import check_psd_matrix, cho_solve, cholesky, psd_eigh
 from bayeskern._validation import as_array, check_flag, check_integer, check_number, check_seed, rng_from
 from bayeskern.kernels import Kernel
 from bayeskern.smoothing._blocks import check_data, power_of_two, reject_complex, row_blocks, warn_at_grid_edge
@@ -132,6 +132,10 @@ def kernel_ridge(kernel: Kernel, X, y, lam=None, Xnew=None, *, cv="loo", seed=0,
     k = int(power_of_two(np.max(np.abs(y))))
     y_scaled = np.ldexp(y, -k)  # y/2ᵏ, |y/2ᵏ| < 1: everything is linear in y, so it is solved for y/2ᵏ and scaled back
     grid, lam_value = _check_lam(lam, K)
+    # 𝕂 + λI can be PD for an indefinite 𝕂, which defines no RKHS (a fixed λ fitted Sigmoid and reported ‖m̂‖²_H = 0 for a
+    # negative αᵀ𝕂α): refused as the LOO grid's eigendecomposition refuses it
+    if grid is None or cv != "loo":
+        check_psd_matrix(K, "the kernel matrix K(X, X)")
     scores = None
     if grid is not None:
         best, scores, fit = _choose_lam(K, y_scaled, grid, cv, seed)
