@@ -719,3 +719,48 @@ def test_a_bandwidth_at_a_flat_grid_edge_is_not_asked_to_widen_the_grid():
     with pytest.warns(S.SmoothingWarning, match="lower end of the candidate grid: widen it"):
         falling = S.nadaraya_watson(X, t, bandwidth=np.geomspace(0.05, 0.5, 8))
     assert falling.loo_scores[1] / falling.loo_scores[0] - 1 > 1e-3  # still falling toward the edge
+
+
+def test_the_grid_edge_is_the_smallest_or_largest_value_in_any_order():
+    """A review passed unsorted grids: the warning went by position (first or last entry), so the largest value chosen
+    from the middle went unwarned and an interior optimum given first was told to widen the grid. The same grids, sorted
+    and shuffled, now give the same warnings (Nadaraya–Watson on pure noise and on a sine; kernel ridge on noise)."""
+    rng = np.random.default_rng(3)
+    x = np.linspace(0, 1, 50)
+    noise, sine = rng.standard_normal(50), np.sin(6 * x) + 0.3 * rng.standard_normal(50)
+
+    def said(fit, *args, **kwargs):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            chosen = fit(*args, **kwargs)
+        return chosen, [str(w.message) for w in caught if issubclass(w.category, S.SmoothingWarning)]
+
+    for grid in ([0.05, 0.1, 10.0], [0.05, 10.0, 0.1], [10.0, 0.05, 0.1]):
+        fit, messages = said(S.nadaraya_watson, x, noise, bandwidth=grid)
+        assert fit.bandwidth == 10.0 and len(messages) == 1 and "10 is at the upper end" in messages[0], (grid, messages)
+    for grid in ([0.005, 0.06, 1.0], [0.06, 0.005, 1.0], [1.0, 0.005, 0.06]):
+        fit, messages = said(S.nadaraya_watson, x, sine, bandwidth=grid)
+        assert fit.bandwidth == 0.06 and messages == [], (grid, messages)
+    for grid in ([0.01, 1.0, 1e4], [0.01, 1e4, 1.0]):
+        fit, messages = said(S.kernel_ridge, bk.kernels.RBF(0.15), x, noise, lam=grid)
+        assert fit.lam == 1e4 and len(messages) == 1 and "upper end" in messages[0], (grid, messages)
+
+
+def test_the_kde_hint_about_duplicated_points_is_given_at_the_lower_end_only():
+    """Duplicated points push the leave-one-out bandwidth to 0, not to the largest candidate."""
+    data = np.random.default_rng(0).standard_normal(200)
+    with pytest.warns(S.SmoothingWarning, match="upper end") as caught:
+        S.KDE(data, bandwidth=[0.01, 0.02, 0.05])
+    assert "duplicated" not in str(caught[0].message)
+
+
+def test_compare_smoothers_refuses_a_bad_lengthscale_before_fitting():
+    """A review: lengthscale = −1 was refused only after Nadaraya–Watson had run (and warned about its bandwidth)."""
+    x = np.linspace(0, 1, 20)
+    y = np.sin(6 * x)  # noise-free: NW's leave-one-out bandwidth would go to the grid's lower edge and warn
+    for bad in (-1.0, [0.1, -1.0]):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(ValueError, match="lengthscale"):
+                S.compare_smoothers(x, y, lengthscale=bad)
+        assert caught == [], [str(w.message) for w in caught]

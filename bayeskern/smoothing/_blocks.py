@@ -53,22 +53,26 @@ class SmoothingWarning(UserWarning):
 FLAT_AT_EDGE = 1e-6
 
 
-def warn_at_grid_edge(grid: np.ndarray, best: int, what: str, hint: str = "", scores=None) -> None:
-    """SmoothingWarning (pointing at the user's call) when the chosen candidate is the grid's first or last.
+def warn_at_grid_edge(grid: np.ndarray, best: int, what: str, lower_hint: str = "", scores=None) -> None:
+    """SmoothingWarning (pointing at the user's call) when the chosen candidate is the grid's smallest or largest value
+    (in whatever order the grid was given); `lower_hint` is added to the advice at the lower end.
 
     Not when every candidate scores the same (`scores`; e.g. a constant y): then no candidate is better. Where the
-    score is flat at that end (`FLAT_AT_EDGE`) the warning says that the data do not pin the choice down, rather than
-    asking for a wider grid.
+    score is flat at that end (`FLAT_AT_EDGE`, against the next candidate by value) the warning says that the data do
+    not pin the choice down, rather than asking for a wider grid.
     """
     if scores is not None and np.all(scores == scores[0]):
         return
-    if len(grid) > 1 and best in (0, len(grid) - 1):
-        end, neighbour = ("lower", 1) if best == 0 else ("upper", len(grid) - 2)
-        change = np.inf if scores is None else _change_in_range(scores, best, neighbour)
-        advice = (f"the score no longer changes there (by {change:.1g} of its range over the grid to the next candidate): it "
-                  "has reached its limit, so the data do not pin this choice down; give a value instead"
-                  if change <= FLAT_AT_EDGE else f"widen it{hint}")
-        warnings.warn(f"{what} {grid[best]:.4g} is at the {end} end of the candidate grid: {advice}", SmoothingWarning, stacklevel=3)
+    order = np.argsort(grid, kind="stable")  # the candidates by value
+    if len(grid) < 2 or grid[best] not in (grid[order[0]], grid[order[-1]]):
+        return
+    lower = grid[best] == grid[order[0]]
+    end, neighbour = ("lower", order[1]) if lower else ("upper", order[-2])
+    change = np.inf if scores is None else _change_in_range(scores, best, neighbour)
+    advice = (f"the score no longer changes there (by {change:.1g} of its range over the grid to the next candidate): it "
+              "has reached its limit, so the data do not pin this choice down; give a value instead"
+              if change <= FLAT_AT_EDGE else f"widen it{lower_hint if lower else ''}")
+    warnings.warn(f"{what} {grid[best]:.4g} is at the {end} end of the candidate grid: {advice}", SmoothingWarning, stacklevel=3)
 
 
 def _change_in_range(scores, best: int, neighbour: int) -> float:

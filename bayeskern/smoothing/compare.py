@@ -66,19 +66,18 @@ def compare_smoothers(X, y, Xnew=None, *, kernel="gaussian", bandwidth=None, mer
     X, y = check_data(X, y)
     at = None if Xnew is None else check_data(X, Xnew=Xnew)[1]  # None: at X, where kernel ridge has `fitted`
     Xnew = X if at is None else at
+    ell = ell_grid = ell_scores = None
+    if mercer_kernel is None and lengthscale is not None:  # checked before either fit runs (and warns)
+        ell, ell_grid = (check_bandwidth(lengthscale, "lengthscale"), None) if np.ndim(lengthscale) == 0 else (None, check_grid(lengthscale, "lengthscale"))
     nw = nadaraya_watson(X, y, Xnew, bandwidth, kernel)
     y_bar = float(np.mean(y))
-    ell = ell_grid = ell_scores = None
     if mercer_kernel is not None:
         kr = kernel_ridge(mercer_kernel, X, y - y_bar, lam, at, cv=cv)
-    elif lengthscale is not None and np.ndim(lengthscale) == 0:
-        ell = check_bandwidth(lengthscale, "lengthscale")
+    elif ell is not None:
         kr = kernel_ridge(RBF(lengthscale=ell), X, y - y_bar, lam, at, cv=cv)
     else:
-        if lengthscale is None:
+        if ell_grid is None:
             ell_grid = default_bandwidth_grid(X, 15) * np.sqrt(smoothing_kernel(kernel).variance(X.shape[1]))
-        else:
-            ell_grid = check_grid(lengthscale, "lengthscale")
         fits = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SmoothingWarning)  # λ at a grid edge for a poor ℓ is expected
