@@ -97,6 +97,13 @@ class Parameterised:
         return (f"{type(self).__name__} gives numbers for numeric parameters only, but {name!r} of {type(node).__name__} "
                 "is symbolic (a PyMC random variable?)")
 
+    def require_numeric(self) -> None:
+        """A ValueError naming the first symbolic parameter of this tree (numbers are needed, not PyMC random variables)."""
+        for node in self.walk():
+            for name, v in node.parameters().items():
+                if is_symbolic(v):
+                    raise ValueError(self._symbolic_parameter_message(name, node))
+
     def _run_graph(self, tag: str, X: np.ndarray, Xs: np.ndarray | None, graph: Callable, *settings, pairs: int) -> np.ndarray:
         """graph(X, Xs, bind) evaluated on numeric X (n, d) and Xs (m, d) or None, with this tree's numbers fed in.
 
@@ -105,12 +112,9 @@ class Parameterised:
         `pairs`: the size of the output (n·m for a kernel, n·M for features): up to
         NUMPY_MAX_SIZE it runs in numpy, not compiled.
         """
-        nodes, values = list(self.walk()), []
-        for node in nodes:
-            for name, v in node.parameters().items():
-                if is_symbolic(v):
-                    raise ValueError(self._symbolic_parameter_message(name, node))
-                values.append(v)
+        self.require_numeric()
+        nodes = list(self.walk())
+        values = [v for node in nodes for v in node.parameters().values()]
         d = X.shape[1]
 
         def build():

@@ -38,7 +38,7 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, approx=None, **k
     if approx is not None:
         from bayeskern.approx import check_approx  # here, not at import: an exact GP's process never loads the approximations
 
-        return check_approx(approx).marginal_likelihood(name, X, y, kernel, sigma, **kwargs)
+        return check_approx(approx, exact_allowed=True).marginal_likelihood(name, X, y, kernel, sigma, **kwargs)
     name, X = check_name(name), as_inputs(X, "X")
     y = as_targets(y, X.shape[0], "y")
     kernel, sigma = check_kernel(kernel), check_sigma(sigma, allow_zero=False)
@@ -260,7 +260,8 @@ def condition(kernel: Kernel, X, y, sigma, approx=None) -> Conditioned:
     if approx is not None:
         from bayeskern.approx import check_approx
 
-        return check_approx(approx).condition(kernel, X, t, float(check_sigma(sigma, allow_zero=False, numeric=True)))
+        kernel.require_numeric()  # before the approximation reads the length scales as numbers
+        return check_approx(approx, exact_allowed=True).condition(kernel, X, t, float(check_sigma(sigma, allow_zero=False, numeric=True)))
     return ExactGP(kernel, X, t, float(check_sigma(sigma, allow_zero=True, numeric=True)))
 
 

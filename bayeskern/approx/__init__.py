@@ -9,8 +9,10 @@ __all__ = ["HSGP", "VFE", "check_approx"]
 APPROXIMATIONS = (HSGP, VFE)
 
 
-def check_approx(approx, name: str = "approx"):
-    """An approximation object of this module (`HSGP(...)`), else a ValueError naming what was given."""
+def check_approx(approx, name: str = "approx", exact_allowed: bool = False):
+    """An approximation object of this module (`HSGP(...)`, `VFE(...)`), else a ValueError naming what was given (and
+    None, the exact GP, among what may be, where the caller takes it: `exact_allowed`)."""
     if not isinstance(approx, APPROXIMATIONS):
-        raise ValueError(f"{name} must be None (the exact GP) bayeskern.approx.HSGP(...) or bayeskern.approx.VFE(...), got {approx!r}")
+        exact = "None (the exact GP), " if exact_allowed else ""
+        raise ValueError(f"{name} must be {exact}bayeskern.approx.HSGP(...) or bayeskern.approx.VFE(...), got {approx!r}")
     return approx

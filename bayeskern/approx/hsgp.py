@@ -270,6 +270,10 @@ class HSGP:
         if "basis" in groups and (m is None or (c is None and self.L is None)):
             m, c = _automatic(kernel, S, m, c, d)
         L = np.broadcast_to(np.asarray(self.L, dtype=np.float64), (d,)) if self.L is not None else (c or C_MIN) * S
+        if self.L is not None and np.any(L <= S):  # as c ≤ 1: a box that cuts the data off (log p was 950 nats off)
+            k = int(np.argmax(L <= S))
+            raise ValueError(f"L must exceed the data's half-range (the box centre ± L must contain the data with room to spare, "
+                             f"c = L/S > 1), but column {k} has L = {L[k]:.4g} and half-range S = {S[k]:.4g}")
         return HilbertBasis(center, L, m if "basis" in groups else (1,) * d, "constant" in groups, "linear" in groups)
 
     @property
