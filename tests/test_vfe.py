@@ -210,3 +210,29 @@ def test_the_jitter_on_k_uu_is_reported_with_its_cost_and_warned_of_when_it_matt
         said = [str(w.message) for w in caught if "jitter δ" in str(w.message)]
         record = bk.approx.vfe.VFELikelihood(X, t, sigma, kernel, Z)
         assert bool(said) == warns == bool(record.fit_warnings()) == (conditioned.jitter_trace_cost >= 1.0), said
+
+
+def test_the_jitter_is_measured_on_the_whole_bound_when_its_trace_share_is_not_negligible():
+    """A review: inducing points Z = X (the bound is then the exact evidence without jitter), σ = 0.01 below the data's
+    noise 0.2: δ on K_uu moved the bound by 19 nats (12 on these data) — its log N(t | 0, Q + σ²I) term too, the same way —
+    while the trace term's share was 0.74 nats and nothing warned. `jitter_bound_cost` = F(δ/100) − F is checked against the bound written
+    in numpy at both jitters; the exact evidence (numpy, no jitter) is higher still, so the measure is a lower bound."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0, 10, (100, 2))
+    t = np.sin(X[:, 0]) * np.cos(X[:, 1]) + 0.2 * rng.standard_normal(100)
+    kernel, sigma = 1.5 * RBF(1.2), 0.01
+    K = kernel.evaluate(X)
+
+    def bound(delta):  # F = log N(t | 0, Q + σ²I) − tr(K − Q)/(2σ²), Q = K (K + δI)⁻¹ K with Z = X   (Titsias 2009)
+        Q = K @ np.linalg.solve(K + delta * np.eye(100), K)
+        return multivariate_normal(np.zeros(100), Q + sigma**2 * np.eye(100)).logpdf(t) - np.trace(K - Q) / (2 * sigma**2)
+
+    with pytest.warns(RuntimeWarning, match=r"lowers the VFE bound by \d+\.?\d* nats") as caught:
+        conditioned = bk.gp.condition(kernel, X, t, sigma, approx=bk.approx.VFE(inducing=X))
+    delta = conditioned.inducing_jitter
+    assert conditioned.jitter_trace_cost < 1.0  # the trace term alone would not have warned
+    np.testing.assert_allclose(conditioned.log_marginal_likelihood, bound(delta), rtol=1e-8)  # cond(K + δI) ≈ 1e6·…: 1e-8
+    np.testing.assert_allclose(conditioned.jitter_bound_cost, bound(delta / 100) - bound(delta), rtol=1e-5)
+    exact = multivariate_normal(np.zeros(100), K + sigma**2 * np.eye(100)).logpdf(t)
+    assert exact - conditioned.log_marginal_likelihood > conditioned.jitter_bound_cost > 10.0
+    assert len([w for w in caught if "jitter δ" in str(w.message)]) == 1
