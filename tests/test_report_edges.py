@@ -159,3 +159,13 @@ def test_counts_are_printed_whole_and_equal_fold_sizes_once():
 
     assert _num(2000) == "2000" and _num(np.int64(123456)) == "123456" and _num(2000.0) == "2000" and _num(1234.5) == "1234"
     assert _span([5, 5, 5]) == "5" and _span([5, 6]) == "5–6"
+
+
+def test_the_mcmc_paragraph_says_when_the_grid_predictions_are_thinned():
+    from bayeskern.report.document import _mcmc
+
+    mc = {"chains": 2, "draws": 100, "tune": 100, "sampler": "nutpie", "thin": 4, "verdict": "ok",
+          "diagnostics": {"divergences": 0, "ebfmi": [1.0, 1.0], "table": {}}, "loo": {"elpd": 1.0, "se": 0.1}, "posterior_mean": {}}
+    text = _mcmc({"mcmc": mc}, lambda name: [])[1][1]
+    assert "(nutpie; grid predictions from every 4th draw)" in text
+    assert "every" not in _mcmc({"mcmc": {**mc, "thin": 1}}, lambda name: [])[1][1]

@@ -101,8 +101,9 @@ def _mcmc(summary: dict, fig) -> list[tuple]:
     if mc is None:
         return []
     d = mc["diagnostics"]
+    thinned = "" if mc.get("thin", 1) == 1 else f"; grid predictions from every {mc['thin']}th draw"
     return [("h2", "MCMC (NUTS)"),
-            ("p", f"{mc['chains']} chains × {mc['draws']} draws after {mc['tune']} tuning steps ({mc['sampler']}). "
+            ("p", f"{mc['chains']} chains × {mc['draws']} draws after {mc['tune']} tuning steps ({mc['sampler']}{thinned}). "
                   f"Verdict: {mc['verdict']}. Divergences: {d['divergences']}; E-BFMI per chain: {_num(d['ebfmi'], 3)}. "
                   f"PSIS-LOO elpd = {_num(mc['loo']['elpd'])} ± {_num(mc['loo']['se'], 2)}."),
             ("table", ["hyperparameter", "posterior mean", "R-hat", "bulk ESS", "tail ESS"],
