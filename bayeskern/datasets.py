@@ -157,4 +157,4 @@ def load(source: str, base=".", n=None, seed=0, noise=0.3, path=None, x=None, y=
         X, t = (X - X.mean(axis=0)) / sd_X, (t - t.mean()) / sd_t
     how = ", standardised" if standardize else ""
     return Data(np.asarray(X, float), np.asarray(t, float), tuple(x_names), y_name,
-                f"{origin}: {len(t)} rows, inputs {', '.join(x_names)}, target {y_name}{how}")
+                f"{origin}: {len(t)} rows, inputs {', '.join(x_names)}, target column {y_name!r}{how}")
