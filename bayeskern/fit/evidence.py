@@ -54,11 +54,14 @@ class EvidenceResult:
 #: noise taking nearly all of t) and one at −11.36 (α = 0.0023, β = 28); the start α = β = 1 reaches the lower one
 START_NOISE_FRACTIONS = (1.0, 1e-2, 1e-4)
 START_SHRINKAGES = (1e-6, 1e-3, 1.0)
-#: past the best fixed point the evidence (α re-estimated) is probed at β·10ᵏ, k = 1 … this: a fixed point can be a local
+#: past the best fixed point the evidence (α re-estimated) is probed at β·10^(k/2) up to this many decades: a fixed point can be a local
 #: maximum below a supremum at β → ∞, where the features fit t exactly (noise-free targets, fewer points than features:
 #: N = 10, M = 13 monomials on sin 6x has a fixed point at ln p = 0.077, β = 5.1e4, and ln p = 2.41 at β = 1e7), which no
 #: start's iteration reaches (from β = 1e10 they come back to β = 5.1e4)
 BETA_PROBE_DECADES = 12
+#: the probe stops where the evidence has fallen this many nats below the best fixed point: the residual term β‖t − Φm‖²/2
+#: then dominates, and grows with β
+PROBE_DROP = 50.0
 #: where the probe finds the evidence higher, the fixed point is iterated from there, at most this many times in a row
 #: (at N = 10, noise 1e-3, it reaches ln p = −6.53 at β = 1.7e7 from a best start's −8.71 at β = 4.1e3)
 BETA_CONTINUATIONS = 3
@@ -95,7 +98,7 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
         check_finite_result(t @ t, "‖y‖², the squared norm of the targets y")  # β ~ N/‖y‖² must be representable
     eig, V = np.linalg.eigh(gram)  # ΦᵀΦ = V diag(eig) Vᵀ
     eig = np.clip(eig, 0.0, None)
-    problem = (Phi, t, eig, V, V.T @ (Phi.T @ t), tol, maxiter)  # b = Vᵀ Φᵀ t
+    problem = _Problem(Phi, t, eig, V, V.T @ (Phi.T @ t), tol, maxiter)
 
     runs, ran_off = [], []
     for start in [(alpha, beta), *_starts(t, eig)]:
@@ -107,7 +110,8 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
         raise ran_off[0]  # the caller's start's own reason, if it ran off too
     rows = blr.DesignRows(features, X, t, Phi)
     fitted = _ranked([(blr._condition_on(features, X, t, run.beta**-0.5, 1.0 / run.alpha, rows), run) for run in runs])
-    fitted, rising = _continued_past(problem, lambda a, b: _quiet_fit(features, X, t, a, b, rows), fitted)
+    with np.errstate(all="ignore"):  # far out along β, 0/0 and overflow end an iteration (_RanOff), not the caller's warnings
+        fitted, rising = _continued_past(problem, lambda a, b: _quiet_fit(features, X, t, a, b, rows), fitted)
     optima = [Optimum({"alpha": run.alpha, "beta": run.beta}, model.log_marginal_likelihood, model.log_marginal_likelihood, True, count)
               for (model, run), count in _group_optima([f for f in fitted if f[1].converged], lambda f: -f[0].log_marginal_likelihood)]
     best, (alpha, beta, iterations, converged, _) = fitted[0]
@@ -117,6 +121,18 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     return EvidenceResult(
         alpha, beta, float(np.sum(lam / (alpha + lam))), best.log_marginal_likelihood, best.weights_mean, iterations, converged, tuple(optima)
     )
+
+
+class _Problem(NamedTuple):
+    """The data of the iteration: Φ, t, the eigendecomposition ΦᵀΦ = V diag(eig) Vᵀ, b = VᵀΦᵀt, and the stop."""
+
+    Phi: np.ndarray
+    t: np.ndarray
+    eig: np.ndarray
+    V: np.ndarray
+    b: np.ndarray
+    tol: float
+    maxiter: int
 
 
 def _ranked(fitted: list) -> list:
@@ -137,7 +153,7 @@ def _quiet_fit(features, X, t, alpha: float, beta: float, rows):
     return model if model.jitter == 0 else None
 
 
-def _continued_past(problem: tuple, fit_at, fitted: list) -> tuple[list, tuple | None]:
+def _continued_past(problem: _Problem, fit_at, fitted: list) -> tuple[list, tuple | None]:
     """`fitted` with the fixed points reached from where the evidence rises past the best one as β grows, up to
     BETA_CONTINUATIONS of them; and the rise still left past the best one, (β, α, ln p), or None."""
     from bayeskern.fit.empirical_bayes import LML_SAME
@@ -146,7 +162,7 @@ def _continued_past(problem: tuple, fit_at, fitted: list) -> tuple[list, tuple |
         model, run = fitted[0]
         if not run.converged:
             return fitted, None
-        rising = _rising_past(problem, fit_at, model.log_marginal_likelihood, run.alpha, run.beta)
+        rising = _rising_past(problem, model.log_marginal_likelihood, run.alpha, run.beta)
         if rising is None:
             return fitted, None
         try:
@@ -160,23 +176,23 @@ def _continued_past(problem: tuple, fit_at, fitted: list) -> tuple[list, tuple |
     return fitted, rising
 
 
-def _rising_past(problem: tuple, fit_at, lml: float, alpha: float, beta: float) -> tuple[float, float, float] | None:
-    """(β, α, ln p) at the first of β·10, β·100, … (`BETA_PROBE_DECADES`), α re-estimated at each β, where the evidence
-    exceeds `lml` by `LML_SAME`; None if none does before float64 ends the probe (a β the iteration or `fit_at`, the
-    conditioned model or None, cannot handle)."""
+def _rising_past(problem: _Problem, lml: float, alpha: float, beta: float) -> tuple[float, float, float] | None:
+    """(β, α, ln p) at the first of β·10^(k/2), k = 1 … 2·`BETA_PROBE_DECADES`, α re-estimated at each, where the evidence
+    (PRML 3.86) exceeds `lml` by `LML_SAME`; None if none does before it falls `PROBE_DROP` nats below `lml` (then the
+    residual dominates and it only falls further) or the iteration runs off an edge."""
     from bayeskern.fit.empirical_bayes import LML_SAME
 
-    for k in range(1, BETA_PROBE_DECADES + 1):
-        b = beta * 10.0**k
+    for k in range(1, 2 * BETA_PROBE_DECADES + 1):
+        b = beta * 10.0 ** (k / 2)
         try:
             run = _fixed_point(problem, alpha, b, beta_fixed=True)
         except _RanOff:
             return None
-        model = fit_at(run.alpha, b) if run.converged else None
-        if model is None:
+        here = _log_evidence(problem, run.alpha, b) if run.converged else -np.inf
+        if here > lml + LML_SAME:
+            return b, run.alpha, here
+        if not here > lml - PROBE_DROP:
             return None
-        if model.log_marginal_likelihood > lml + LML_SAME:
-            return b, run.alpha, model.log_marginal_likelihood
         alpha = run.alpha
     return None
 
@@ -208,10 +224,9 @@ def _warnings(best: tuple, optima: list, rising: tuple | None, shape: tuple[int,
     if not converged:
         out.append(f"evidence_approximation did not converge in {maxiter} iterations: alpha, beta still change by "
                    f"{change:.3g} (relative) per step; alpha={alpha:.4g}, beta={beta:.4g}")
-    if converged and weights_zero > lml:
+    if weights_zero > lml:
         out.append(f"the evidence is larger with all weights zero (alpha -> infinity: log evidence {weights_zero:.6g} there) "
-                   f"than at the best fixed point ({lml:.6g}); the result is a local maximum, and the features explain less "
-                   "of t than noise alone does")
+                   f"than at the result ({lml:.6g}); the features explain less of t than noise alone does")
     if len(optima) > 1:
         out.append(f"the evidence has {len(optima)} distinct fixed points of alpha, beta from the starts; kept the best "
                    f"(log evidence {optima[0].log_marginal_likelihood:.6g}), next best {optima[1].log_marginal_likelihood:.6g} — see .optima")
@@ -234,45 +249,58 @@ def _weights_zero_limit(t: np.ndarray) -> float:
         return float(-N / 2 * (np.log(2 * np.pi * (t @ t) / N) + 1.0))
 
 
-def _fixed_point(problem: tuple, alpha: float, beta: float, beta_fixed: bool = False) -> _Run:
+def _fixed_point(problem: _Problem, alpha: float, beta: float, beta_fixed: bool = False) -> _Run:
     """PRML 3.92 and 3.95 iterated from (alpha, beta) until α and β change by less than the problem's tol; with
     `beta_fixed`, 3.92 alone: the α that maximises the evidence at this β."""
-    tol, maxiter = problem[-2:]
     change = np.inf
-    for iteration in range(1, maxiter + 1):
+    for iteration in range(1, problem.maxiter + 1):
         alpha_new, beta_new = _re_estimate(problem, alpha, beta)
         if beta_fixed:
             beta_new = beta
         change = max(abs(alpha_new - alpha) / alpha, abs(beta_new - beta) / beta)
         alpha, beta = alpha_new, beta_new
-        if change < tol:
+        if change < problem.tol:
             return _Run(alpha, beta, iteration, True, change)
-    return _Run(alpha, beta, maxiter, False, change)
+    return _Run(alpha, beta, problem.maxiter, False, change)
 
 
-def _re_estimate(problem: tuple, alpha: float, beta: float) -> tuple[float, float]:
-    """One step of PRML 3.92 and 3.95 from (alpha, beta); a ValueError where α or β runs off to ∞."""
-    Phi, t, eig, V, b = problem[:5]
-    N = len(t)
-    lam = beta * eig  # λᵢ: eigenvalues of βΦᵀΦ   (PRML 3.87)
-    m_N = V @ (beta * b / (alpha + lam))  # m_N = β A⁻¹ Φᵀ t, A = αI + βΦᵀΦ   (PRML 3.84)
+def _terms(problem: _Problem, alpha: float, beta: float) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """(βλᵢ, Vᵀm_N, γ, ‖t − Φm_N‖²) at (α, β), from the eigendecomposition."""
+    lam = beta * problem.eig  # λᵢ: eigenvalues of βΦᵀΦ   (PRML 3.87)
+    c = beta * problem.b / (alpha + lam)  # Vᵀm_N: m_N = β A⁻¹ Φᵀ t, A = αI + βΦᵀΦ   (PRML 3.84)
     gamma = float(np.sum(lam / (alpha + lam)))  # γ = Σ λᵢ/(α + λᵢ)   (PRML 3.91)
-    residual = float(np.sum((t - Phi @ m_N) ** 2))
+    residual = float(np.sum((problem.t - problem.Phi @ (problem.V @ c)) ** 2))
+    return lam, c, gamma, residual
+
+
+def _log_evidence(problem: _Problem, alpha: float, beta: float) -> float:
+    """ln p(t | α, β) = M/2 ln α + N/2 ln β − E(m_N) − ½ Σ ln(α + λᵢ) − N/2 ln 2π   (PRML 3.86), from the
+    eigendecomposition: the probe along β, where conditioning the BLR would need jitter."""
+    lam, c, _, residual = _terms(problem, alpha, beta)
+    N, M = len(problem.t), len(problem.eig)
+    E = beta / 2 * residual + alpha / 2 * float(c @ c)  # E(m_N) = β/2‖t − Φm_N‖² + α/2 m_Nᵀm_N   (PRML 3.82)
+    return float(M / 2 * np.log(alpha) + N / 2 * np.log(beta) - E - np.sum(np.log(alpha + lam)) / 2 - N / 2 * np.log(2 * np.pi))
+
+
+def _re_estimate(problem: _Problem, alpha: float, beta: float) -> tuple[float, float]:
+    """One step of PRML 3.92 and 3.95 from (alpha, beta); a `_RanOff` where α or β runs off to an edge."""
+    N = len(problem.t)
+    _, c, gamma, residual = _terms(problem, alpha, beta)
     # a residual at the round-off level of the fit (‖t‖∞·1e3·ε per point) means the features fit t exactly
-    if residual <= N * (1e3 * EPS * np.max(np.abs(t))) ** 2 or N - gamma <= 0.0:
+    if residual <= N * (1e3 * EPS * np.max(np.abs(problem.t))) ** 2 or N - gamma <= 0.0:
         raise _RanOff("beta -> infinity: the features fit t exactly, so the evidence has no finite maximum; use fewer features")
-    if float(m_N @ m_N) == 0.0:
+    if float(c @ c) == 0.0:
         raise _RanOff(
             "alpha -> infinity: the features explain nothing of t, so the evidence is largest with all weights zero "
             f"(or the starting alpha={alpha:.3g}, beta={beta:.3g} are so extreme that m_N underflowed to 0: start nearer 1)"
         )
-    alpha_new = gamma / float(m_N @ m_N)  # α = γ / m_Nᵀm_N   (PRML 3.92)
+    alpha_new = gamma / float(c @ c)  # α = γ / m_Nᵀm_N   (PRML 3.92; ‖m_N‖ = ‖Vᵀm_N‖)
     beta_new = (N - gamma) / residual  # 1/β = Σ (tₙ − m_Nᵀφₙ)² / (N − γ)   (PRML 3.95)
-    if not (np.isfinite(alpha_new) and np.isfinite(beta_new)):
-        which = "alpha" if not np.isfinite(alpha_new) else "beta"
+    if not (alpha_new > 0 and beta_new > 0 and np.isfinite(alpha_new) and np.isfinite(beta_new)):
+        which = "alpha" if not (alpha_new > 0 and np.isfinite(alpha_new)) else "beta"
         raise _RanOff(
-            f"{which} -> infinity during the re-estimation: the evidence has no finite maximum for these features "
-            "(or the starting alpha, beta are too extreme for float64: start nearer 1)"
+            f"{which} ran off to 0 or infinity during the re-estimation: the evidence has no finite maximum for these "
+            "features (or the starting alpha, beta are too extreme for float64: start nearer 1)"
         )
     return alpha_new, beta_new
 
