@@ -236,3 +236,22 @@ def test_the_jitter_is_measured_on_the_whole_bound_when_its_trace_share_is_not_n
     exact = multivariate_normal(np.zeros(100), K + sigma**2 * np.eye(100)).logpdf(t)
     assert exact - conditioned.log_marginal_likelihood > conditioned.jitter_bound_cost > 10.0
     assert len([w for w in caught if "jitter δ" in str(w.message)]) == 1
+
+
+def test_where_the_jitter_cannot_be_measured_its_trace_share_still_warns(monkeypatch):
+    """A review: when K_uu + (δ/100)·I has no Cholesky factor the measure came out 0.0 and silenced the warning that the
+    trace term's share (5.2 nats here) gives. It is None then, and that share warns."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (200, 1))
+    t = np.sin(3 * X[:, 0])
+    build = bk.approx.vfe.InducingFeatures.__init__
+
+    def no_factor_below_delta(self, kernel, Z, jitter=None):
+        if jitter is not None:
+            raise ValueError("no Cholesky factor (simulated)")
+        build(self, kernel, Z, jitter)
+
+    monkeypatch.setattr(bk.approx.vfe.InducingFeatures, "__init__", no_factor_below_delta)
+    with pytest.warns(RuntimeWarning, match=r"adds at least 5\.\d+ nats to the VFE bound's trace term"):
+        conditioned = bk.gp.condition(RBF(1.0), X, t, 1e-3, approx=bk.approx.VFE(inducing=X[:100]))
+    assert conditioned.jitter_bound_cost is None and conditioned.jitter_trace_cost > 5.0

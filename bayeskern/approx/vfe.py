@@ -38,8 +38,9 @@ KMEANS_POINTS_PER_CENTER = 50
 JITTER_COST_WARNING = 1.0
 #: from this many nats of `jitter_trace_cost` on, the bound is also computed with δ/JITTER_PROBE, and the difference is what
 #: the jitter costs the whole bound (`jitter_bound_cost`): with Z = X and σ below the data's noise the trace term's share
-#: was 0.74 nats but the bound moved by 19 (the log N(t | 0, Q + σ²I) term too, the same way)
-MEASURE_JITTER_FROM, JITTER_PROBE = 1e-2, 100.0
+#: was 0.74 nats but the bound moved by 19 (the log N(t | 0, Q + σ²I) term too, the same way), 26×; a review's share of
+#: 0.01 moved it by 0.12, 12×. From 0.05 (1/20 of the warning's 1 nat) a second build of the bound is paid where it can matter
+MEASURE_JITTER_FROM, JITTER_PROBE = 0.05, 100.0
 
 
 def _jitter(Kuu, lib):
@@ -119,18 +120,20 @@ class InducingPosterior(WeightSpaceBLR):
         self.jitter_trace_cost = features.jitter * float(np.sum((P.T @ P) * rows.gram)) / (2.0 * sigma**2)
         self.jitter_bound_cost = None
         if jitter is None and self.jitter_trace_cost >= MEASURE_JITTER_FROM:
-            self.jitter_bound_cost = self._bound_with(kernel, Z, X, t, sigma, features.jitter / JITTER_PROBE) - self.log_marginal_likelihood
+            tighter = self._bound_with(kernel, Z, X, t, sigma, features.jitter / JITTER_PROBE)
+            self.jitter_bound_cost = None if tighter is None else tighter - self.log_marginal_likelihood
         for message in self.jitter_warnings():
             warnings.warn(message, RuntimeWarning, skip_file_prefixes=(PACKAGE_DIR,))  # at the caller's line
 
-    def _bound_with(self, kernel, Z, X, t, sigma, jitter: float) -> float:
-        """The bound F with `jitter` on K_uu instead; F itself where K_uu + jitter·I has no Cholesky factor (no measure)."""
+    @staticmethod
+    def _bound_with(kernel, Z, X, t, sigma, jitter: float) -> float | None:
+        """The bound F with `jitter` on K_uu instead; None where K_uu + jitter·I has no Cholesky factor (no measure)."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             try:
                 return InducingPosterior(kernel, Z, X, t, sigma, jitter).log_marginal_likelihood
             except ValueError:
-                return self.log_marginal_likelihood
+                return None
 
     def jitter_warnings(self) -> list[str]:
         """What the jitter δ costs the bound, when it reaches JITTER_COST_WARNING nats (else nothing): the measured
