@@ -744,6 +744,11 @@ def test_the_grid_edge_is_the_smallest_or_largest_value_in_any_order():
     for grid in ([0.01, 1.0, 1e4], [0.01, 1e4, 1.0]):
         fit, messages = said(S.kernel_ridge, bk.kernels.RBF(0.15), x, noise, lam=grid)
         assert fit.lam == 1e4 and len(messages) == 1 and "upper end" in messages[0], (grid, messages)
+    # a candidate given twice is one value: the score's change is read against the next distinct one (a review: "the
+    # score no longer changes there … give a value" where it fell steeply)
+    for grid in ([10.0, 10.0, 0.05, 0.1], [0.05, 10.0, 0.1, 10.0]):
+        fit, messages = said(S.nadaraya_watson, x, noise, bandwidth=grid)
+        assert fit.bandwidth == 10.0 and len(messages) == 1 and "upper end of the candidate grid: widen it" in messages[0], (grid, messages)
 
 
 def test_the_kde_hint_about_duplicated_points_is_given_at_the_lower_end_only():

@@ -44,6 +44,9 @@ PRIOR_DRAWS = 2000
 #: finer basis changes log p(t | θ) by at most this many nats (`_converged`): PyMC's rule bounds the error of k, and
 #: at a high signal-to-noise ratio that error still moves the evidence (−30 nats at the rule for ℓ = range/1.2, n = 1000)
 BASIS_LML_TOL = 0.05
+#: the two larger bases log p is compared in, as (m factor, L factor) and a name: resolution (m doubled in the same box),
+#: then room at the edges (the box widened 1.5× with 1.5× the functions: the same highest frequency)
+LARGER_BASES = (((2.0, 1.0), "doubling m"), ((1.5, 1.5), "a 1.5× wider box with 1.5× the functions"))
 
 
 class HilbertBasis(FeatureMap):
@@ -360,11 +363,12 @@ def _converged(record: "HSGPLikelihood") -> "HSGPLikelihood":
     m doubled in the same box while doubling moves it by more than BASIS_LML_TOL (resolution), else the box widened
     1.5× with 1.5× the functions (the same highest frequency) while that does (room at the edges). `record` itself
     when its basis passes both; m is capped at M_MAX, with a RuntimeWarning where log p had not converged."""
+    (finer, _), (wider, _) = LARGER_BASES
     here = (record.condition().log_marginal_likelihood, record)
     while True:
-        step = _lml(here[1], _scaled(here[1].basis, 2.0, 1.0))
+        step = _lml(here[1], _scaled(here[1].basis, *finer))
         if abs(step[0] - here[0]) <= BASIS_LML_TOL:
-            step = _lml(here[1], _scaled(here[1].basis, 1.5, 1.5))
+            step = _lml(here[1], _scaled(here[1].basis, *wider))
             if abs(step[0] - here[0]) <= BASIS_LML_TOL:
                 return here[1]
         if not _within_cap(here, step):
@@ -478,8 +482,8 @@ class HSGPLikelihood(KernelLikelihood):
             return []
         here = (conditioned or self.condition()).log_marginal_likelihood
         moved = []
-        for what, m_factor, L_factor in (("doubling m", 2.0, 1.0), ("a 1.5× wider box with 1.5× the functions", 1.5, 1.5)):
-            bigger = _scaled(self.basis, m_factor, L_factor)
+        for factors, what in LARGER_BASES:
+            bigger = _scaled(self.basis, *factors)
             if max(bigger.m) <= M_MAX[len(bigger.m)]:
                 change = _lml(self, bigger)[0] - here
                 if abs(change) > BASIS_LML_TOL:

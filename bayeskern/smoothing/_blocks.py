@@ -63,11 +63,12 @@ def warn_at_grid_edge(grid: np.ndarray, best: int, what: str, lower_hint: str = 
     """
     if scores is not None and np.all(scores == scores[0]):
         return
-    order = np.argsort(grid, kind="stable")  # the candidates by value
-    if len(grid) < 2 or grid[best] not in (grid[order[0]], grid[order[-1]]):
+    values = np.unique(grid)  # the distinct candidates, ascending
+    if len(values) < 2 or grid[best] not in (values[0], values[-1]):
         return
-    lower = grid[best] == grid[order[0]]
-    end, neighbour = ("lower", order[1]) if lower else ("upper", order[-2])
+    lower = grid[best] == values[0]
+    end, next_value = ("lower", values[1]) if lower else ("upper", values[-2])
+    neighbour = int(np.flatnonzero(grid == next_value)[0])  # the next distinct candidate by value
     change = np.inf if scores is None else _change_in_range(scores, best, neighbour)
     advice = (f"the score no longer changes there (by {change:.1g} of its range over the grid to the next candidate): it "
               "has reached its limit, so the data do not pin this choice down; give a value instead"
