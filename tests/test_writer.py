@@ -287,8 +287,13 @@ def test_a_ctrl_c_python_swallowed_still_keeps_the_previous_report(tmp_path):
         def __del__(self):
             os.kill(os.getpid(), signal.SIGINT)  # Python's handler raises KeyboardInterrupt here, inside __del__: dropped
 
-    with ctrl_c_remembered():
-        SignalledOnDeletion()  # deleted at once; the interrupt is swallowed and the code goes on
-        with pytest.raises(Interrupted, match="previous report .* is untouched"):
-            write_atomically(folder, {"summary.json": '{"version": "new"}', "results.nc": b"new", "figures/fit.png": b"png new"})
+    # Python's own Ctrl-C handler, whatever this process inherited (a shell starts background jobs with SIGINT ignored)
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with ctrl_c_remembered():
+            SignalledOnDeletion()  # deleted at once; the interrupt is swallowed and the code goes on
+            with pytest.raises(Interrupted, match="previous report .* is untouched"):
+                write_atomically(folder, {"summary.json": '{"version": "new"}', "results.nc": b"new", "figures/fit.png": b"png new"})
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     assert _beside(folder) == ["r"] and _version(folder) == "old"
