@@ -94,14 +94,11 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     maxiter = check_integer(maxiter, "maxiter", 1)
     Phi = design_matrix(features, X, "features")
     with np.errstate(over="ignore"):
-        gram = check_finite_result(Phi.T @ Phi, "ΦᵀΦ of the features of X")
         check_finite_result(t @ t, "‖y‖², the squared norm of the targets y")  # β ~ N/‖y‖² must be representable
-    eig, V = np.linalg.eigh(gram)  # ΦᵀΦ = V diag(eig) Vᵀ
-    eig = np.clip(eig, 0.0, None)
-    problem = _Problem(Phi, t, eig, V, V.T @ (Phi.T @ t), tol, maxiter)
+        problem = _Problem.of(Phi, t, tol, maxiter)
 
     runs, ran_off = [], []
-    for start in [(alpha, beta), *_starts(t, eig)]:
+    for start in [(alpha, beta), *_starts(t, problem.s2, problem.M)]:
         try:
             runs.append(_fixed_point(problem, *start))
         except _RanOff as edge:  # the iteration ran off to α or β → ∞ from this start
@@ -117,22 +114,31 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     best, (alpha, beta, iterations, converged, _) = fitted[0]
     for message in _warnings(fitted[0], optima, rising, Phi.shape, maxiter):
         warnings.warn(message, FitWarning, stacklevel=3)  # past numerical_failure's wrapper, to the caller
-    lam = beta * eig
+    lam = beta * problem.s2
     return EvidenceResult(
         alpha, beta, float(np.sum(lam / (alpha + lam))), best.log_marginal_likelihood, best.weights_mean, iterations, converged, tuple(optima)
     )
 
 
 class _Problem(NamedTuple):
-    """The data of the iteration: Φ, t, the eigendecomposition ΦᵀΦ = V diag(eig) Vᵀ, b = VᵀΦᵀt, and the stop."""
+    """The data of the iteration, from the thin SVD Φ = U diag(s) Wᵀ (ΦᵀΦ's non-zero eigenvalues are s², accurate where
+    ΦᵀΦ's own eigendecomposition loses them to round-off: cond ΦᵀΦ = cond(Φ)²), and its stop."""
 
-    Phi: np.ndarray
-    t: np.ndarray
-    eig: np.ndarray
-    V: np.ndarray
-    b: np.ndarray
+    s2: np.ndarray  # sᵢ², the r = min(N, M) eigenvalues of ΦᵀΦ that Φ's rows can make non-zero; the other M − r are 0
+    u: np.ndarray  # Uᵀt
+    outside: float  # ‖t − UUᵀt‖²: the part of t no weights reach
+    N: int
+    M: int
+    t_max: float
     tol: float
     maxiter: int
+
+    @classmethod
+    def of(cls, Phi: np.ndarray, t: np.ndarray, tol: float, maxiter: int) -> "_Problem":
+        U, sv, _ = np.linalg.svd(Phi, full_matrices=False)
+        s2 = check_finite_result(sv**2, "ΦᵀΦ of the features of X (its eigenvalues)")
+        u = U.T @ t
+        return cls(s2, u, float(np.sum((t - U @ u) ** 2)), len(t), Phi.shape[1], float(np.max(np.abs(t))), tol, maxiter)
 
 
 def _ranked(fitted: list) -> list:
@@ -197,9 +203,9 @@ def _rising_past(problem: _Problem, lml: float, alpha: float, beta: float) -> tu
     return None
 
 
-def _starts(t: np.ndarray, eig: np.ndarray) -> list[tuple[float, float]]:
-    """(α, β) starts scaled to the data: β = 1/(f·var t), α = s·β·mean eig."""
-    var_t, mean_eig = float(np.var(t)), float(np.mean(eig))
+def _starts(t: np.ndarray, s2: np.ndarray, M: int) -> list[tuple[float, float]]:
+    """(α, β) starts scaled to the data: β = 1/(f·var t), α = s·β·mean eig ΦᵀΦ (Σsᵢ²/M)."""
+    var_t, mean_eig = float(np.var(t)), float(np.sum(s2)) / M
     if not (var_t > 0 and mean_eig > 0 and np.isfinite(var_t) and np.isfinite(mean_eig)):
         return []
     return [(s * mean_eig / (f * var_t), 1.0 / (f * var_t)) for f in START_NOISE_FRACTIONS for s in START_SHRINKAGES]
@@ -232,9 +238,10 @@ def _warnings(best: tuple, optima: list, rising: tuple | None, shape: tuple[int,
                    f"(log evidence {optima[0].log_marginal_likelihood:.6g}), next best {optima[1].log_marginal_likelihood:.6g} — see .optima")
     if rising is not None:
         out.append(f"the evidence rises past the best fixed point as beta grows: log evidence {rising[2]:.6g} at beta={rising[0]:.4g} "
-                   f"(alpha={rising[1]:.4g} re-estimated there) against {lml:.6g} at beta={beta:.4g}, and no fixed point beyond "
-                   f"is within float64's reach; the result is a local maximum, and the supremum may lie at beta -> infinity, "
-                   f"where the {shape[1]} features fit the {shape[0]} targets exactly: use fewer features")
+                   f"(alpha={rising[1]:.4g} re-estimated there) against {lml:.6g} at beta={beta:.4g}; what lies beyond (a higher "
+                   f"fixed point, or a supremum as beta -> infinity where the {shape[1]} features fit the {shape[0]} targets "
+                   "exactly) cannot be conditioned in float64 with these features, so the result is a local maximum: use fewer "
+                   "or better-conditioned features")
     return out
 
 
@@ -265,36 +272,38 @@ def _fixed_point(problem: _Problem, alpha: float, beta: float, beta_fixed: bool 
 
 
 def _terms(problem: _Problem, alpha: float, beta: float) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """(βλᵢ, Vᵀm_N, γ, ‖t − Φm_N‖²) at (α, β), from the eigendecomposition."""
-    lam = beta * problem.eig  # λᵢ: eigenvalues of βΦᵀΦ   (PRML 3.87)
-    c = beta * problem.b / (alpha + lam)  # Vᵀm_N: m_N = β A⁻¹ Φᵀ t, A = αI + βΦᵀΦ   (PRML 3.84)
+    """(βsᵢ², Wᵀm_N, γ, ‖t − Φm_N‖²) at (α, β), from the SVD of Φ."""
+    lam = beta * problem.s2  # λᵢ: eigenvalues of βΦᵀΦ   (PRML 3.87)
+    c = beta * np.sqrt(problem.s2) * problem.u / (alpha + lam)  # Wᵀm_N: m_N = β A⁻¹ Φᵀ t, Φᵀt = W S Uᵀt   (PRML 3.84)
     gamma = float(np.sum(lam / (alpha + lam)))  # γ = Σ λᵢ/(α + λᵢ)   (PRML 3.91)
-    residual = float(np.sum((problem.t - problem.Phi @ (problem.V @ c)) ** 2))
+    # t − Φm_N = (I − UUᵀ)t + U(Uᵀt − S Wᵀm_N), and uᵢ − sᵢcᵢ = uᵢ·α/(α + λᵢ): no cancellation as β grows
+    residual = problem.outside + float(np.sum((problem.u * (alpha / (alpha + lam))) ** 2))
     return lam, c, gamma, residual
 
 
 def _log_evidence(problem: _Problem, alpha: float, beta: float) -> float:
-    """ln p(t | α, β) = M/2 ln α + N/2 ln β − E(m_N) − ½ Σ ln(α + λᵢ) − N/2 ln 2π   (PRML 3.86), from the
-    eigendecomposition: the probe along β, where conditioning the BLR would need jitter."""
+    """ln p(t | α, β) = M/2 ln α + N/2 ln β − E(m_N) − ½ ln|A| − N/2 ln 2π   (PRML 3.86), ln|A| = Σ ln(α + λᵢ) over ΦᵀΦ's
+    M eigenvalues (M − r of them 0): the probe along β, where conditioning the BLR would need jitter."""
     lam, c, _, residual = _terms(problem, alpha, beta)
-    N, M = len(problem.t), len(problem.eig)
+    N, M = problem.N, problem.M
     E = beta / 2 * residual + alpha / 2 * float(c @ c)  # E(m_N) = β/2‖t − Φm_N‖² + α/2 m_Nᵀm_N   (PRML 3.82)
-    return float(M / 2 * np.log(alpha) + N / 2 * np.log(beta) - E - np.sum(np.log(alpha + lam)) / 2 - N / 2 * np.log(2 * np.pi))
+    log_det_A = float(np.sum(np.log(alpha + lam))) + (M - len(lam)) * np.log(alpha)
+    return float(M / 2 * np.log(alpha) + N / 2 * np.log(beta) - E - log_det_A / 2 - N / 2 * np.log(2 * np.pi))
 
 
 def _re_estimate(problem: _Problem, alpha: float, beta: float) -> tuple[float, float]:
     """One step of PRML 3.92 and 3.95 from (alpha, beta); a `_RanOff` where α or β runs off to an edge."""
-    N = len(problem.t)
+    N = problem.N
     _, c, gamma, residual = _terms(problem, alpha, beta)
     # a residual at the round-off level of the fit (‖t‖∞·1e3·ε per point) means the features fit t exactly
-    if residual <= N * (1e3 * EPS * np.max(np.abs(problem.t))) ** 2 or N - gamma <= 0.0:
+    if residual <= N * (1e3 * EPS * problem.t_max) ** 2 or N - gamma <= 0.0:
         raise _RanOff("beta -> infinity: the features fit t exactly, so the evidence has no finite maximum; use fewer features")
     if float(c @ c) == 0.0:
         raise _RanOff(
             "alpha -> infinity: the features explain nothing of t, so the evidence is largest with all weights zero "
             f"(or the starting alpha={alpha:.3g}, beta={beta:.3g} are so extreme that m_N underflowed to 0: start nearer 1)"
         )
-    alpha_new = gamma / float(c @ c)  # α = γ / m_Nᵀm_N   (PRML 3.92; ‖m_N‖ = ‖Vᵀm_N‖)
+    alpha_new = gamma / float(c @ c)  # α = γ / m_Nᵀm_N   (PRML 3.92; ‖m_N‖ = ‖Wᵀm_N‖)
     beta_new = (N - gamma) / residual  # 1/β = Σ (tₙ − m_Nᵀφₙ)² / (N − γ)   (PRML 3.95)
     if not (alpha_new > 0 and beta_new > 0 and np.isfinite(alpha_new) and np.isfinite(beta_new)):
         which = "alpha" if not (alpha_new > 0 and np.isfinite(alpha_new)) else "beta"
