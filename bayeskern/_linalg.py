@@ -144,12 +144,12 @@ def psd_eigh(A: np.ndarray, name: str = "matrix", scale: float | None = None) ->
 
 
 def check_psd_matrix(A: np.ndarray, name: str = "matrix") -> None:
-    """`psd_eigh`'s ValueError for a matrix that is not PSD to round-off. A Cholesky factor of A + c·n·ε·‖A‖_F·I (‖A‖_F ≥
-    max|λ|: at most √n times psd_eigh's floor) settles a PSD A at a quarter of the cost of its eigenvalues (kernel
-    ridge at n = 3000: 0.59 s, 2.35 s with them); only without one are the eigenvalues computed, for the verdict."""
+    """`psd_eigh`'s ValueError for a matrix that is not PSD to round-off, and its verdict. A Cholesky factor of
+    A + c·n·ε·max|Aᵢᵢ|·I (max|Aᵢᵢ| ≤ max|λ|: no more lenient than psd_eigh's floor) settles a PSD A at a quarter of the
+    cost of its eigenvalues (kernel ridge at n = 3000: 0.86 s, 2.35 s with them); without one the eigenvalues decide."""
     A = np.asarray(A, dtype=np.float64)
     if np.all(np.isfinite(A)):
-        shifted = A + PSD_ROUNDOFF * len(A) * EPS * float(np.linalg.norm(A)) * np.eye(len(A))
+        shifted = A + PSD_ROUNDOFF * len(A) * EPS * float(np.max(np.abs(np.diag(A)), initial=0.0)) * np.eye(len(A))
         try:
             scipy.linalg.cholesky(shifted, lower=True, check_finite=False)
             return

@@ -179,3 +179,25 @@ def test_a_small_problem_runs_every_blas_pool_on_one_thread(monkeypatch):
         bk.fit.mcmc(model, draws=5, tune=5, chains=1, seed=0, sampler="pymc", Xnew=X[:3])
         assert len(seen) == 1 + 5 and all(set(pools.values()) == {1} for pools in seen[1:])  # each draw's conditioning
         assert threads() == before
+
+
+def test_the_psd_check_by_cholesky_agrees_with_the_eigenvalues():
+    """`check_psd_matrix` settles a PSD matrix by one Cholesky factor, shifted by the round-off floor at max|Aᵢᵢ| ≤ max|λ|:
+    never more lenient than `psd_eigh` (a review found the first version, at ‖A‖_F, accepting λmin = −30·floor). A = QΛQᵀ
+    with Λ = 1 but λmin = −m·floor: both refuse from m = 2 on and both accept m = 0.5."""
+    from bayeskern._linalg import EPS, PSD_ROUNDOFF, check_psd_matrix, psd_eigh
+
+    n = 400
+    Q = np.linalg.qr(np.random.default_rng(0).standard_normal((n, n)))[0]
+    floor = PSD_ROUNDOFF * n * EPS * 1.0
+    for m, psd in ((0.5, True), (2.0, False), (30.0, False)):
+        lam = np.ones(n)
+        lam[0] = -m * floor
+        A = (Q * lam) @ Q.T
+        A = (A + A.T) / 2
+        for check in (check_psd_matrix, psd_eigh):
+            if psd:
+                check(A, "A")
+            else:
+                with pytest.raises(ValueError, match="A is not positive semi-definite"):
+                    check(A, "A")
