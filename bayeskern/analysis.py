@@ -45,8 +45,7 @@ class Analysis:
     `point`: the hyperparameters used for point summaries — the EB optimum, or the posterior mean
     without EB. `grid_eb`: the exact posterior at `point` on the prediction grid (None without a
     grid). `loo_eb`: (mean, sd) of p(tᵢ | t₋ᵢ, θ̂) at every observation (R&W 5.10–5.12). `idata`: the MCMC
-    DataTree; `bands`: its predictive bands on the grid; `loo_pit`: ArviZ's LOO-PIT values. `sd_zero_points`: the grid
-    points where the EB and the MCMC posterior sd of f are both 0 (f known exactly), left out of `comparison`'s grid figures.
+    DataTree; `bands`: its predictive bands on the grid; `loo_pit`: ArviZ's LOO-PIT values.
     `prior_draws`: (hyperparameters, sample functions on the grid) for the prior figure.
     `spectrum`: the eigenvalues of the Gram matrix at `point`, ascending. With [cv]: `cv_folds` the held-out
     rows of each fold and `cv` one `bayeskern.cv.KFoldResult` per candidate.
@@ -63,7 +62,6 @@ class Analysis:
     idata: xr.DataTree | None = None
     diagnostics: object = None
     comparison: object = None
-    sd_zero_points: int = 0
     loo: object = None
     bands: xr.Dataset | None = None
     loo_pit: np.ndarray | None = None
@@ -176,23 +174,7 @@ def _sample(result: Analysis, obs_name: str, Xgrid, say: Callable, progressbar: 
     if Xgrid is not None:
         result.bands = predictive_bands(dt["posterior_predictive"].to_dataset(), prob=0.95)
     if chosen.eb is not None:
-        result.comparison, result.sd_zero_points = _compare(chosen.eb, dt)
-
-
-def _compare(eb, dt: xr.DataTree) -> tuple:
-    """`compare_eb_mcmc` (95 %) leaving out the grid points where sd_EB(f) = sd_MCMC(f) = 0; (comparison, their number)."""
-    pp = dt["posterior_predictive"].to_dataset() if "posterior_predictive" in dt.children else None
-    if pp is None or "f_mean" not in pp:
-        return compare_eb_mcmc(eb, dt, prob=0.95), 0
-    dims = ("chain", "draw_thinned")
-    mcmc_var = (pp["f_var"].mean(dims) + pp["f_mean"].var(dims)).values  # Var f = E[Var f | θ] + Var E[f | θ]
-    known = (eb.posterior(Xnew=pp["Xnew"].values).std == 0) & (mcmc_var == 0)
-    kept = dt.copy()
-    if known.all():  # no grid point to compare at
-        del kept["posterior_predictive"]
-    else:
-        kept["posterior_predictive"] = xr.DataTree(pp.isel({pp["Xnew"].dims[0]: ~known}))
-    return compare_eb_mcmc(eb, kept, prob=0.95), int(known.sum())
+        result.comparison = compare_eb_mcmc(chosen.eb, dt, prob=0.95)
 
 
 def _mcmc_parts(dt, seconds: float) -> str:

@@ -74,7 +74,7 @@ def test_grid_points_where_f_is_known_exactly_are_left_out_of_the_eb_mcmc_figure
     assert mix_sd[0] == 0 and cov[0, 0] == 0 and np.all(mix_sd[1:] > 0)
     eb_sd = np.sqrt(np.diag(cov)[1:])
     cmp = summary["eb_vs_mcmc"]
-    assert cmp["sd_zero_points"] == 1
+    assert cmp["exact_points"] == 1
     np.testing.assert_allclose(cmp["max_mean_gap_sd"], np.max(np.abs(mean[1:] - mix_mean[1:]) / mix_sd[1:]), rtol=1e-6)
     ratio = eb_sd / mix_sd[1:]
     np.testing.assert_allclose(cmp["sd_ratio"], [ratio.min(), np.median(ratio), ratio.max()], rtol=1e-6)

@@ -22,7 +22,9 @@ class EBvsMCMC:
     at the EB optimum (exact, but θ̂ was fitted to all of t, so it is optimistic). `elpd_loo_mcmc`,
     `elpd_loo_mcmc_se`: ArviZ's PSIS-LOO on the DataTree. With predictions at Xnew:
     `max_mean_gap_sd` = maxₓ |m_EB(x) − m_MCMC(x)| / sd_MCMC(x) for f, and `sd_ratio` =
-    (min, median, max) of sd_EB(x)/sd_MCMC(x) — below 1 where plugging in θ̂ understates uncertainty.
+    (min, median, max) of sd_EB(x)/sd_MCMC(x) — below 1 where plugging in θ̂ understates uncertainty — over the points
+    where f is uncertain: `exact_points` counts those left out, where both sds are 0 (f known exactly, e.g. a linear
+    kernel at x = 0); both None if every point is such.
     """
 
     params: dict
@@ -32,6 +34,7 @@ class EBvsMCMC:
     max_mean_gap_sd: float | None
     sd_ratio: tuple | None
     prob: float
+    exact_points: int = 0
 
     def to_dict(self) -> dict:
         """The fields as JSON values (`_json.jsonable`: lists for arrays and tuples, None for NaN or ±inf)."""
@@ -65,7 +68,7 @@ def compare_eb_mcmc(eb: EmpiricalBayesResult, dt: xr.DataTree, prob: float = 0.9
     elpd_eb = float(np.sum(eb.conditioned.loo_log_predictive))  # Σ log p(tᵢ | t₋ᵢ, θ̂), the model conditioned at the optimum
     loo = az.loo(dt)
 
-    gap, ratio = None, None
+    gap, ratio, exact = None, None, 0
     predictive = dt["posterior_predictive"].to_dataset() if "posterior_predictive" in dt.children else None
     if predictive is not None and "f_mean" in predictive:
         dims = ("chain", "draw_thinned")
@@ -73,10 +76,13 @@ def compare_eb_mcmc(eb: EmpiricalBayesResult, dt: xr.DataTree, prob: float = 0.9
         # law of total variance: Var f = E[Var f | θ] + Var E[f | θ]
         mix_sd = np.sqrt(predictive["f_var"].mean(dims).values + predictive["f_mean"].var(dims).values)
         at_eb = eb.posterior(Xnew=predictive["Xnew"].values)
-        gap = float(np.max(np.abs(at_eb.mean - mix_mean) / mix_sd))
-        r = at_eb.std / mix_sd
-        ratio = (float(r.min()), float(np.median(r)), float(r.max()))
-    return EBvsMCMC(params, elpd_eb, float(loo.elpd), float(loo.se), gap, ratio, prob)
+        uncertain = (at_eb.std > 0) | (mix_sd > 0)  # where both are 0, f is known exactly: nothing to compare
+        exact = int(np.sum(~uncertain))
+        if uncertain.any():
+            gap = float(np.max(np.abs(at_eb.mean - mix_mean)[uncertain] / mix_sd[uncertain]))
+            r = at_eb.std[uncertain] / mix_sd[uncertain]
+            ratio = (float(r.min()), float(np.median(r)), float(r.max()))
+    return EBvsMCMC(params, elpd_eb, float(loo.elpd), float(loo.se), gap, ratio, prob, exact)
 
 
 def _plain(v):

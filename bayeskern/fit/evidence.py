@@ -79,7 +79,8 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     start that runs off to α or β → ∞ is dropped; a ValueError says when every start did. Where the evidence rises as β
     grows past the best fixed point (probed `BETA_PROBE_DECADES` decades out, α re-estimated), the iteration is continued
     from there; a FitWarning says when it still rises beyond float64's reach (β → ∞), or when the evidence with all
-    weights zero (its supremum as α → ∞) is larger than at the best fixed point: the result is then a local maximum. The eigenvalues of ΦᵀΦ are computed once; each iteration costs O(nM).
+    weights zero (its supremum as α → ∞) is larger than at the best fixed point: the result is then a local maximum.
+    Φ's thin SVD is computed once; each iteration costs O(min(n, M)).
     """
     from bayeskern import blr
     from bayeskern.fit.empirical_bayes import Optimum, _group_optima
@@ -97,14 +98,14 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
         check_finite_result(t @ t, "‖y‖², the squared norm of the targets y")  # β ~ N/‖y‖² must be representable
         problem = _Problem.of(Phi, t, tol, maxiter)
 
-    runs, ran_off = [], []
+    runs, first_edge = [], None
     for start in [(alpha, beta), *_starts(t, problem.s2, problem.M)]:
         try:
             runs.append(_fixed_point(problem, *start))
         except _RanOff as edge:  # the iteration ran off to α or β → ∞ from this start
-            ran_off.append(edge)
+            first_edge = first_edge or edge
     if not runs:
-        raise ran_off[0]  # the caller's start's own reason, if it ran off too
+        raise first_edge  # the caller's start's own reason, if it ran off too
     rows = blr.DesignRows(features, X, t, Phi)
     fitted = _ranked([(blr._condition_on(features, X, t, run.beta**-0.5, 1.0 / run.alpha, rows), run) for run in runs])
     with np.errstate(all="ignore"):  # far out along β, 0/0 and overflow end an iteration (_RanOff), not the caller's warnings
@@ -114,10 +115,8 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     best, (alpha, beta, iterations, converged, _) = fitted[0]
     for message in _warnings(fitted[0], optima, rising, Phi.shape, maxiter):
         warnings.warn(message, FitWarning, stacklevel=3)  # past numerical_failure's wrapper, to the caller
-    lam = beta * problem.s2
-    return EvidenceResult(
-        alpha, beta, float(np.sum(lam / (alpha + lam))), best.log_marginal_likelihood, best.weights_mean, iterations, converged, tuple(optima)
-    )
+    gamma = _terms(problem, alpha, beta)[2]
+    return EvidenceResult(alpha, beta, gamma, best.log_marginal_likelihood, best.weights_mean, iterations, converged, tuple(optima))
 
 
 class _Problem(NamedTuple):

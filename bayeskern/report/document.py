@@ -128,7 +128,7 @@ def _eb_vs_mcmc(summary: dict) -> list[tuple]:
 
 def _grid_gap(cmp: dict) -> str:
     """The two posteriors of f on the grid, without the points where both sds are 0 (f known exactly: nothing to compare)."""
-    known = cmp.get("sd_zero_points", 0)
+    known = cmp.get("exact_points", 0)
     points = f"{known} grid point{'s' if known > 1 else ''}"
     if cmp["max_mean_gap_sd"] is None:
         return "" if not known else f" At every grid point ({known}) both sds of f are 0 (f is known exactly): no uncertainty to compare."

@@ -32,7 +32,7 @@ def summary(a, files: list[str]) -> dict:
                      "point_is": "empirical Bayes optimum" if a.chosen.eb is not None else "posterior mean"},
         "empirical_bayes": None if a.chosen.eb is None else {**spec.empirical_bayes.as_kwargs(), **a.chosen.eb.to_dict()},
         "mcmc": None,
-        "eb_vs_mcmc": None if a.comparison is None else {**a.comparison.to_dict(), "sd_zero_points": a.sd_zero_points},
+        "eb_vs_mcmc": None if a.comparison is None else a.comparison.to_dict(),
         "checks": {name: result.to_dict() for name, result in a.checks.items()},
         "cross_validation": None if a.cv is None else {
             "folds": spec.cv.folds, "shuffle": spec.cv.shuffle, "seed": spec.cv.seed, "refit": spec.cv.refit,
