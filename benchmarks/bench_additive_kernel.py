@@ -105,8 +105,9 @@ def model(X, y):
     return m
 
 
-def per_evaluation(n: int, repeats: int = 10) -> tuple[float, float]:
-    """Seconds of one value-and-gradient evaluation (at perturbed points) and of one Cholesky of an n × n SPD matrix."""
+def per_evaluation(n: int, repeats: int = 21) -> tuple[float, float, float]:
+    """Seconds of one value-and-gradient evaluation (at perturbed points) and of one Cholesky of an n × n SPD matrix,
+    medians, and the median of their ratios: the two alternate, so that a drift of the machine's speed reaches both."""
     from bayeskern._compile import reused_arrays
     from bayeskern.fit.empirical_bayes import _Objective
     from bayeskern.likelihood import find_likelihood
@@ -116,11 +117,14 @@ def per_evaluation(n: int, repeats: int = 10) -> tuple[float, float]:
     z = objective.flat(objective.point)
     objective(z)  # compiles
     rng = np.random.default_rng(0)
-    with reused_arrays():  # as empirical_bayes evaluates it: large temporaries kept from one evaluation to the next
-        value = statistics.median(timed(lambda: objective(z + 1e-3 * rng.standard_normal(len(z))))[0] for _ in range(repeats))
     C = np.cov(rng.standard_normal((n, 2 * n)))
-    cholesky = statistics.median(timed(lambda: scipy.linalg.cholesky(C, lower=True))[0] for _ in range(repeats))
-    return value, cholesky
+    values, choleskys = [], []
+    with reused_arrays():  # as empirical_bayes evaluates it: large temporaries kept from one evaluation to the next
+        for _ in range(repeats):
+            values.append(timed(lambda: objective(z + 1e-3 * rng.standard_normal(len(z))))[0])
+            choleskys.append(timed(lambda: scipy.linalg.cholesky(C, lower=True))[0])
+    ratio = statistics.median(v / c for v, c in zip(values, choleskys, strict=True))
+    return statistics.median(values), statistics.median(choleskys), ratio
 
 
 def timed(fn):
@@ -141,8 +145,9 @@ def main() -> None:
                         help="also time one evaluation against one Cholesky at these n")
     args = parser.parse_args()
     for n in args.per_evaluation:
-        value, cholesky = per_evaluation(n)
-        print(f"n = {n}: one evaluation {1e3 * value:.1f} ms = {value / cholesky:.1f} Choleskys ({1e3 * cholesky:.1f} ms)")
+        value, cholesky, ratio = per_evaluation(n)
+        print(f"n = {n}: one evaluation {1e3 * value:.1f} ms = {ratio:.1f} Choleskys (median of {1e3 * cholesky:.1f} ms; "
+              "the ratio is the median of alternated pairs)")
     if args.repeats < 1:  # --per-evaluation alone
         return
     data, make_model, make_kernel = PROBLEMS[args.kernel]

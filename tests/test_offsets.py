@@ -13,6 +13,7 @@ from pytensor.graph.traversal import graph_inputs
 import bayeskern as bk
 import reference as ref
 from bayeskern import kernels as K
+from bayeskern._compile import exact_arithmetic, numpy_function
 from bayeskern.kernels.stationary import scaled_sqdist
 
 OFFSETS = [1e3, 1e6, 1e9]
@@ -81,6 +82,45 @@ def test_scaled_sqdist_is_exactly_symmetric_with_zero_diagonal(d):
     # and it is the squared distance of the exactly shifted points, to the Gram form's round-off
     # 10·ε·max‖z‖² ≈ 1e-13 (differences: exact)
     np.testing.assert_allclose(r2, ref.sqdist(u / ell, u / ell), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "numba"])
+@pytest.mark.parametrize("d, ard", [(1, False), (1, True), (3, False), (3, True)])
+def test_scaled_sqdist_is_the_squared_ratio_to_the_bit_at_any_scale(d, ard, engine):
+    """Each term ((xₖ − x′ₖ)/ℓₖ)² to the bit, as numpy computes it, for inputs and length scales from 1e-150 to 1e150:
+    the power-of-two rescaling (uₖ = tₖ/s, λₖ = ℓₖ/s) is exact. One column is compared bit for bit; over three
+    columns the compiled sum may add the exact terms in another order, two roundings apart (2ε relative). (r² formed
+    as tₖ²·ℓₖ⁻² or tₖ·ℓₖ⁻¹ is 3–5 ulp away.) Both engines without fastmath, as the package compiles."""
+    Xt = pt.tensor("X", shape=(None, d))
+    ell_t = pt.vector("ell") if ard else pt.scalar("ell")
+    if engine == "numpy":
+        f = numpy_function([Xt, ell_t], scaled_sqdist(Xt, None, ell_t))
+    else:
+        with exact_arithmetic():
+            f = pytensor.function([Xt, ell_t], scaled_sqdist(Xt, None, ell_t))
+    rng = np.random.default_rng(3)
+    for scale in [1e-150, 1e-5, 1.0, 1e5, 1e150]:
+        X = scale * (rng.uniform(-3.0, 3.0, (25, d)) + 10.0 * rng.standard_normal())
+        ell = scale * rng.uniform(0.1, 2.0, d if ard else None)
+        t = (X[:, None, :] - X[None, :, :]) / (np.ones(d) * ell)
+        np.testing.assert_allclose(f(X, ell), np.sum(t**2, axis=2), rtol=0 if d == 1 else 2 * np.finfo(float).eps, atol=0)
+
+
+def test_scaled_distances_of_data_cost_a_division_and_a_square_per_evaluation():
+    """Over the pairs of data points, the nodes that depend on ℓ are (t/s)/λ and its square: the rest, t/s, depends on
+    the data alone and is computed once per data (`_Hoisted`), shared by every kernel of those inputs. Where r² was
+    (clip(t/ℓ))², a fit paid for a clip and its gradient's finiteness mask over every pair as well (n = 2000, the
+    11-parameter additive kernel: 5.6 → 5.1 Choleskys per evaluation)."""
+    from pytensor.graph.traversal import ancestors, io_toposort
+    from pytensor.tensor.elemwise import Elemwise
+
+    from bayeskern.kernels.stationary import paired_scaled_sqdist
+
+    X, rows, cols, ell = pt.tensor("X", shape=(None, 1)), pt.lvector("rows"), pt.lvector("cols"), pt.scalar("ell")
+    r2 = paired_scaled_sqdist(X, rows, cols, ell)
+    over_pairs = [node for node in io_toposort([X, rows, cols, ell], [r2]) if isinstance(node.op, Elemwise)
+                  and node.outputs[0].ndim == 1 and {ell, X} <= set(ancestors(node.outputs))]
+    assert [type(node.op.scalar_op).__name__ for node in over_pairs] == ["TrueDiv", "Sqr"]
 
 
 @pytest.mark.parametrize("name,d,kernel,kref", STATIONARY, ids=[s[0] for s in STATIONARY])

@@ -23,7 +23,8 @@ DIFFERENCE_COLUMNS = 8
 #: d = 2 0.424 / 0.409, d = 3 0.461 / 0.415, d = 5 0.536 / 0.408
 CROSS_DIFFERENCE_COLUMNS = 2
 
-_LARGEST = np.finfo(np.float64).max  # a numpy float64: a Python float would be tried as float32 first
+#: ℓ/s is kept at least this (a numpy float64: a Python float would be tried as float32 first)
+_SCALED_LENGTHSCALE_FLOOR = np.float64(2.0**-1000)
 
 
 def scaled_sqdist(X, Xs, lengthscale):
@@ -36,20 +37,18 @@ def scaled_sqdist(X, Xs, lengthscale):
     r² overflows (every kernel here is 0 there). The gradient is that of the formula, exactly.
     """
     d = X.type.shape[1]
-    ell = pt.ones((d,), dtype="float64") * lengthscale  # ℓₖ, a scalar ℓ repeated over the d columns
     if d <= (DIFFERENCE_COLUMNS if Xs is None else CROSS_DIFFERENCE_COLUMNS):
-        return _sum_of_squares(_column_differences(X, X if Xs is None else Xs, d), ell)
-    return _sqdist_from_gram(X, Xs, ell)
+        return _sum_of_squares(_column_differences(X, X if Xs is None else Xs, d), lengthscale)
+    return _sqdist_from_gram(X, Xs, pt.ones((d,), dtype="float64") * lengthscale)  # ℓₖ, a scalar ℓ repeated over the columns
 
 
 def paired_scaled_sqdist(X, rows, cols, lengthscale):
     """r²ᵢ = Σₖ ((x_rows[i],k − x_cols[i],k)/ℓₖ)² for each pair i: `scaled_sqdist`'s entries at (rows, cols), the same
     numbers to the bit for d ≤ `DIFFERENCE_COLUMNS` (read off the matrix above it)."""
     d = X.type.shape[1]
-    ell = pt.ones((d,), dtype="float64") * lengthscale
     if d <= DIFFERENCE_COLUMNS:
-        return _sum_of_squares(_paired_differences(X, rows, cols, d), ell)
-    return _sqdist_from_gram(X, None, ell)[rows, cols]
+        return _sum_of_squares(_paired_differences(X, rows, cols, d), lengthscale)
+    return _sqdist_from_gram(X, None, pt.ones((d,), dtype="float64") * lengthscale)[rows, cols]
 
 
 def _paired_differences(X, rows, cols, d: int) -> list:
@@ -65,13 +64,25 @@ def _column_differences(X, Xs, d: int) -> list:
     return [X[:, k][:, None] - Xs[:, k][None, :] for k in range(d)]
 
 
-def _sum_of_squares(terms: list, ell):
-    """Σₖ (tₖ/ℓₖ)², dividing before squaring so that a tiny ℓ or a huge t overflows to +∞, not to NaN.
+def _sum_of_squares(terms: list, lengthscale, bound=None):
+    """Σₖ (tₖ/ℓₖ)² as Σₖ (uₖ/λₖ)², uₖ = tₖ/s and λₖ = ℓₖ/s: the n² passes read uₖ, which does not depend on ℓ.
 
-    The clip at ± the largest float changes no number; it stops Numba's fastmath (reassociation) from
-    computing (t/ℓ)² as t²·ℓ⁻², which is 0·∞ = NaN at t = 0 once ℓ < 1e-154.
+    Where the terms are data (differences of inputs), uₖ is computed once, with the data, and shared by every kernel
+    of the same inputs; an evaluation then costs a division and a square per column, without guards against overflow
+    over every pair. `lengthscale`: a scalar ℓ or one ℓₖ per term. s is a power of two ≥ max|tₖ| (`bound`, where one is
+    known, else from the terms), so uₖ and λₖ are exact and uₖ/λₖ = fl(tₖ/ℓₖ): r² is (tₖ/ℓₖ)² to the bit. |uₖ| ≤ 1 and
+    λₖ is kept ≥ 2⁻¹⁰⁰⁰, so uₖ/λₖ is finite (the gradient's 2uₖ/λₖ too): r² is 0 where t = 0 for any ℓ, +∞ where
+    (tₖ/ℓₖ)² overflows (for |uₖ| > 2⁻⁴⁸⁸ below that floor), and never NaN.
     """
-    return sum(pt.square(pt.clip(t / ell[k], -_LARGEST, _LARGEST)) for k, t in enumerate(terms))
+    lengthscale = pt.as_tensor_variable(lengthscale, dtype="float64")
+    if bound is None:  # s ≥ max|t|: no gradient flows through it (r² does not depend on s)
+        largest = disconnected_grad(pt.max(pt.stack([pt.max(pt.abs(t)) for t in terms])))
+        s = pt.switch(pt.gt(largest, 0.0), pt.exp2(pt.ceil(pt.log2(largest))), 1.0)
+    else:
+        s = pt.constant(np.float64(bound))
+    scaled = pt.maximum(lengthscale / s, _SCALED_LENGTHSCALE_FLOOR)  # λ = ℓ/s, at least 2⁻¹⁰⁰⁰
+    squares = [pt.square((t / s) / (scaled if lengthscale.ndim == 0 else scaled[k])) for k, t in enumerate(terms)]
+    return sum(squares[1:], squares[0])  # r² = Σₖ (uₖ/λₖ)²
 
 
 def _sqdist_from_gram(X, Xs, ell):
@@ -274,7 +285,7 @@ class Periodic(_PyMCStationary):
             # T − u is exact for u ≥ T/2 by Sterbenz), so that π·u/T is never formed from a huge u
             u = pt.mod(pt.abs(diff), period[k])
             folded.append(pt.sin(np.pi * pt.minimum(u, period[k] - u) / period[k]))
-        return _sum_of_squares(folded, pt.ones((d,), dtype="float64") * p["lengthscale"])
+        return _sum_of_squares(folded, p["lengthscale"], bound=1.0)  # |sin| ≤ 1
 
     def _full(self, X, Xs, p):
         d = X.type.shape[1]
