@@ -204,6 +204,18 @@ def test_huge_inputs_give_the_identity_not_nan(d, kernel):
     np.testing.assert_array_equal(kernel.evaluate(X, X[::-1]), np.eye(2)[::-1])
 
 
+@pytest.mark.parametrize("kernel, kref", [(K.RBF(0.7), lambda r2: np.exp(-0.5 * r2)), (K.RatQuad(0.5, 0.7), lambda r2: (1 + r2)**-0.5),
+                                          (K.Matern12(0.7), lambda r2: np.exp(-np.sqrt(r2)))], ids=["rbf", "ratquad", "matern12"])
+def test_a_difference_that_overflows_leaves_the_other_pairs_exact(kernel, kref):
+    """±1e308 differ by ∞: that pair's k is 0, and the pairs of 0 and 1 keep their values, though the rescaling's power
+    of two is capped at 2¹⁰²³ (and ℓ/s is then subnormal: within 1e-12 relative, not to the bit)."""
+    X = np.array([[-1e308], [1e308], [0.0], [1.0]])
+    with np.errstate(over="ignore", invalid="ignore"):
+        r2 = ((X - X.T) / 0.7) ** 2  # ∞ where a − b overflows
+        expected = np.where(np.isinf(r2), 0.0, kref(np.where(np.isinf(r2), 0.0, r2)))
+    np.testing.assert_allclose(kernel.evaluate(X), expected, rtol=1e-12, atol=0)
+
+
 def test_periodic_reduces_huge_differences_exactly():
     # 1e200 is an integer, so a whole number of periods T = 1 (and of T = 0.5) away from 0: k = 1.
     # sin(π·1e200) formed directly is round-off noise (PyMC's Periodic gives 0.66 here)

@@ -23,8 +23,9 @@ DIFFERENCE_COLUMNS = 8
 #: d = 2 0.424 / 0.409, d = 3 0.461 / 0.415, d = 5 0.536 / 0.408
 CROSS_DIFFERENCE_COLUMNS = 2
 
-#: ℓ/s is kept at least this (a numpy float64: a Python float would be tried as float32 first)
-_SCALED_LENGTHSCALE_FLOOR = np.float64(2.0**-1000)
+#: ℓ/s is kept at least this, the smallest positive float, so that t = 0 gives 0/λ = 0, never 0/0 (a numpy float64: a
+#: Python float would be tried as float32 first)
+_SCALED_LENGTHSCALE_FLOOR = np.nextafter(np.float64(0.0), np.float64(1.0))
 
 
 def scaled_sqdist(X, Xs, lengthscale):
@@ -70,17 +71,18 @@ def _sum_of_squares(terms: list, lengthscale, bound=None):
     Where the terms are data (differences of inputs), uₖ is computed once, with the data, and shared by every kernel
     of the same inputs; an evaluation then costs a division and a square per column, without guards against overflow
     over every pair. `lengthscale`: a scalar ℓ or one ℓₖ per term. s is a power of two ≥ max|tₖ| (`bound`, where one is
-    known, else from the terms), so uₖ and λₖ are exact and uₖ/λₖ = fl(tₖ/ℓₖ): r² is (tₖ/ℓₖ)² to the bit. |uₖ| ≤ 1 and
-    λₖ is kept ≥ 2⁻¹⁰⁰⁰, so uₖ/λₖ is finite (the gradient's 2uₖ/λₖ too): r² is 0 where t = 0 for any ℓ, +∞ where
-    (tₖ/ℓₖ)² overflows (for |uₖ| > 2⁻⁴⁸⁸ below that floor), and never NaN.
+    known, else from the terms; 2¹⁰²³ at most), so uₖ and λₖ are exact and uₖ/λₖ = fl(tₖ/ℓₖ): r² is (tₖ/ℓₖ)² to the
+    bit while ℓₖ/s is a normal float. λₖ > 0, so r² is 0 where t = 0 for any ℓ (never 0/0), +∞ where (tₖ/ℓₖ)²
+    overflows, and never NaN for finite inputs.
     """
     lengthscale = pt.as_tensor_variable(lengthscale, dtype="float64")
     if bound is None:  # s ≥ max|t|: no gradient flows through it (r² does not depend on s)
         largest = disconnected_grad(pt.max(pt.stack([pt.max(pt.abs(t)) for t in terms])))
-        s = pt.switch(pt.gt(largest, 0.0), pt.exp2(pt.ceil(pt.log2(largest))), 1.0)
+        # 2^⌈log₂ max|t|⌉, at most 2¹⁰²³: a difference of two finite inputs may overflow to ±∞ (its pair's r² is ∞)
+        s = pt.switch(pt.gt(largest, 0.0), pt.exp2(pt.minimum(pt.ceil(pt.log2(largest)), 1023.0)), 1.0)
     else:
         s = pt.constant(np.float64(bound))
-    scaled = pt.maximum(lengthscale / s, _SCALED_LENGTHSCALE_FLOOR)  # λ = ℓ/s, at least 2⁻¹⁰⁰⁰
+    scaled = pt.maximum(lengthscale / s, _SCALED_LENGTHSCALE_FLOOR)  # λ = ℓ/s > 0
     squares = [pt.square((t / s) / (scaled if lengthscale.ndim == 0 else scaled[k])) for k, t in enumerate(terms)]
     return sum(squares[1:], squares[0])  # r² = Σₖ (uₖ/λₖ)²
 
