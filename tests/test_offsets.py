@@ -204,6 +204,18 @@ def test_huge_inputs_give_the_identity_not_nan(d, kernel):
     np.testing.assert_array_equal(kernel.evaluate(X, X[::-1]), np.eye(2)[::-1])
 
 
+def test_whitened_distances_are_not_rescaled_at_each_evaluation():
+    """MahalanobisRBF's whitened z = L⁻¹(x − x₁) depends on Σ, so a rescaling by max|zᵢ − zⱼ| would cost a reduction
+    over every pair at each evaluation; z is in length scales already, and r² = Σₖ (zᵢₖ − zⱼₖ)² has none."""
+    from pytensor.graph.traversal import ancestors, io_toposort
+    from pytensor.tensor.math import Max
+
+    cov = pt.matrix("cov", shape=(2, 2))
+    X = pt.constant(np.random.default_rng(0).uniform(size=(6, 2)))
+    K_cov = K.MahalanobisRBF(cov).full(X)
+    assert not [node for node in io_toposort([cov], [K_cov]) if isinstance(node.op, Max) and cov in set(ancestors(node.outputs))]
+
+
 @pytest.mark.parametrize("kernel, kref", [(K.RBF(0.7), lambda r2: np.exp(-0.5 * r2)), (K.RatQuad(0.5, 0.7), lambda r2: (1 + r2)**-0.5),
                                           (K.Matern12(0.7), lambda r2: np.exp(-np.sqrt(r2)))], ids=["rbf", "ratquad", "matern12"])
 def test_a_difference_that_overflows_leaves_the_other_pairs_exact(kernel, kref):

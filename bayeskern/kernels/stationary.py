@@ -32,7 +32,7 @@ def scaled_sqdist(X, Xs, lengthscale):
     """r²ᵢⱼ = Σₖ ((xᵢₖ − x′ⱼₖ)/ℓₖ)², the squared distance in length scales, exact at any offset of X.
 
     `X`, `Xs`: symbolic (n, d) and (m, d) inputs (Xs None means X) with d known. `lengthscale`: ℓ, a
-    scalar or one ℓₖ per column. Nothing cancels however far X sits from 0: r² is exact to rounding
+    scalar or one ℓₖ per column; None for inputs in length scales already (r² = Σₖ (xᵢₖ − x′ⱼₖ)²). Nothing cancels however far X sits from 0: r² is exact to rounding
     for d ≤ `DIFFERENCE_COLUMNS` (`CROSS_DIFFERENCE_COLUMNS` for two input sets), and within ε·max‖(x − x₁)/ℓ‖² above. r² is exactly 0 where x = x′,
     exactly symmetric for Xs = None, never NaN for finite inputs and ℓ, and +∞ only where the true
     r² overflows (every kernel here is 0 there). The gradient is that of the formula, exactly.
@@ -40,7 +40,8 @@ def scaled_sqdist(X, Xs, lengthscale):
     d = X.type.shape[1]
     if d <= (DIFFERENCE_COLUMNS if Xs is None else CROSS_DIFFERENCE_COLUMNS):
         return _sum_of_squares(_column_differences(X, X if Xs is None else Xs, d), lengthscale)
-    return _sqdist_from_gram(X, Xs, pt.ones((d,), dtype="float64") * lengthscale)  # ℓₖ, a scalar ℓ repeated over the columns
+    ell = 1.0 if lengthscale is None else lengthscale
+    return _sqdist_from_gram(X, Xs, pt.ones((d,), dtype="float64") * ell)  # ℓₖ, a scalar ℓ repeated over the columns
 
 
 def paired_scaled_sqdist(X, rows, cols, lengthscale):
@@ -70,11 +71,14 @@ def _sum_of_squares(terms: list, lengthscale, bound=None):
 
     Where the terms are data (differences of inputs), uₖ is computed once, with the data, and shared by every kernel
     of the same inputs; an evaluation then costs a division and a square per column, without guards against overflow
-    over every pair. `lengthscale`: a scalar ℓ or one ℓₖ per term. s is a power of two ≥ max|tₖ| (`bound`, where one is
-    known, else from the terms; 2¹⁰²³ at most), so uₖ and λₖ are exact and uₖ/λₖ = fl(tₖ/ℓₖ): r² is (tₖ/ℓₖ)² to the
-    bit while ℓₖ/s is a normal float. λₖ > 0, so r² is 0 where t = 0 for any ℓ (never 0/0), +∞ where (tₖ/ℓₖ)²
-    overflows, and never NaN for finite inputs.
+    over every pair. `lengthscale`: a scalar ℓ or one ℓₖ per term; None for terms in length scales already (Σₖ tₖ²,
+    no rescaling: terms that depend on the hyperparameters would pay for s at every evaluation). s is a power of two
+    ≥ max|tₖ| (`bound`, where one is known, else from the terms; 2¹⁰²³ at most), so uₖ and λₖ are exact and uₖ/λₖ =
+    fl(tₖ/ℓₖ): r² is (tₖ/ℓₖ)² to the bit while ℓₖ/s is a normal float. λₖ > 0, so r² is 0 where t = 0 for any ℓ
+    (never 0/0), +∞ where (tₖ/ℓₖ)² overflows, and never NaN for finite inputs.
     """
+    if lengthscale is None:  # terms in length scales already: tₖ² overflows only where r² does, and 0 stays 0
+        return sum((pt.square(t) for t in terms[1:]), pt.square(terms[0]))
     lengthscale = pt.as_tensor_variable(lengthscale, dtype="float64")
     if bound is None:  # s ≥ max|t|: no gradient flows through it (r² does not depend on s)
         largest = disconnected_grad(pt.max(pt.stack([pt.max(pt.abs(t)) for t in terms])))
@@ -219,7 +223,7 @@ class MahalanobisRBF(Kernel):
         def whiten(A):
             return pt.specify_shape(pt.linalg.solve_triangular(L, (A - c).T, lower=True).T, (None, d))
 
-        r2 = scaled_sqdist(whiten(X), None if Xs is None else whiten(Xs), 1.0)
+        r2 = scaled_sqdist(whiten(X), None if Xs is None else whiten(Xs), None)  # z is in length scales already
         return pm.gp.cov.ExpQuad(d, ls=1.0).full_from_distance(r2, squared=True)  # exp(−½ r²)
 
     def _diag(self, X, p):
