@@ -23,34 +23,33 @@ DIFFERENCE_COLUMNS = 8
 #: d = 2 0.424 / 0.409, d = 3 0.461 / 0.415, d = 5 0.536 / 0.408
 CROSS_DIFFERENCE_COLUMNS = 2
 
-#: ℓ/s is kept at least this, the smallest positive float, so that t = 0 gives 0/λ = 0, never 0/0 (a numpy float64: a
-#: Python float would be tried as float32 first)
-_SCALED_LENGTHSCALE_FLOOR = np.nextafter(np.float64(0.0), np.float64(1.0))
+_LARGEST = np.finfo(np.float64).max  # a numpy float64: a Python float would be tried as float32 first
 
 
 def scaled_sqdist(X, Xs, lengthscale):
     """r²ᵢⱼ = Σₖ ((xᵢₖ − x′ⱼₖ)/ℓₖ)², the squared distance in length scales, exact at any offset of X.
 
     `X`, `Xs`: symbolic (n, d) and (m, d) inputs (Xs None means X) with d known. `lengthscale`: ℓ, a
-    scalar or one ℓₖ per column; None for inputs in length scales already (r² = Σₖ (xᵢₖ − x′ⱼₖ)²). Nothing cancels however far X sits from 0: r² is exact to rounding
+    scalar or one ℓₖ per column. Nothing cancels however far X sits from 0: r² is exact to rounding
     for d ≤ `DIFFERENCE_COLUMNS` (`CROSS_DIFFERENCE_COLUMNS` for two input sets), and within ε·max‖(x − x₁)/ℓ‖² above. r² is exactly 0 where x = x′,
     exactly symmetric for Xs = None, never NaN for finite inputs and ℓ, and +∞ only where the true
     r² overflows (every kernel here is 0 there). The gradient is that of the formula, exactly.
     """
     d = X.type.shape[1]
+    ell = pt.ones((d,), dtype="float64") * lengthscale  # ℓₖ, a scalar ℓ repeated over the d columns
     if d <= (DIFFERENCE_COLUMNS if Xs is None else CROSS_DIFFERENCE_COLUMNS):
-        return _sum_of_squares(_column_differences(X, X if Xs is None else Xs, d), lengthscale)
-    ell = 1.0 if lengthscale is None else lengthscale
-    return _sqdist_from_gram(X, Xs, pt.ones((d,), dtype="float64") * ell)  # ℓₖ, a scalar ℓ repeated over the columns
+        return _sum_of_squares(_column_differences(X, X if Xs is None else Xs, d), ell)
+    return _sqdist_from_gram(X, Xs, ell)
 
 
 def paired_scaled_sqdist(X, rows, cols, lengthscale):
     """r²ᵢ = Σₖ ((x_rows[i],k − x_cols[i],k)/ℓₖ)² for each pair i: `scaled_sqdist`'s entries at (rows, cols), the same
     numbers to the bit for d ≤ `DIFFERENCE_COLUMNS` (read off the matrix above it)."""
     d = X.type.shape[1]
+    ell = pt.ones((d,), dtype="float64") * lengthscale
     if d <= DIFFERENCE_COLUMNS:
-        return _sum_of_squares(_paired_differences(X, rows, cols, d), lengthscale)
-    return _sqdist_from_gram(X, None, pt.ones((d,), dtype="float64") * lengthscale)[rows, cols]
+        return _sum_of_squares(_paired_differences(X, rows, cols, d), ell)
+    return _sqdist_from_gram(X, None, ell)[rows, cols]
 
 
 def _paired_differences(X, rows, cols, d: int) -> list:
@@ -66,29 +65,13 @@ def _column_differences(X, Xs, d: int) -> list:
     return [X[:, k][:, None] - Xs[:, k][None, :] for k in range(d)]
 
 
-def _sum_of_squares(terms: list, lengthscale, bound=None):
-    """Σₖ (tₖ/ℓₖ)² as Σₖ (uₖ/λₖ)², uₖ = tₖ/s and λₖ = ℓₖ/s: the n² passes read uₖ, which does not depend on ℓ.
+def _sum_of_squares(terms: list, ell):
+    """Σₖ (tₖ/ℓₖ)², dividing before squaring so that a tiny ℓ or a huge t overflows to +∞, not to NaN.
 
-    Where the terms are data (differences of inputs), uₖ is computed once, with the data, and shared by every kernel
-    of the same inputs; an evaluation then costs a division and a square per column, without guards against overflow
-    over every pair. `lengthscale`: a scalar ℓ or one ℓₖ per term; None for terms in length scales already (Σₖ tₖ²,
-    no rescaling: terms that depend on the hyperparameters would pay for s at every evaluation). s is a power of two
-    ≥ max|tₖ| (`bound`, where one is known, else from the terms; 2¹⁰²³ at most), so uₖ and λₖ are exact and uₖ/λₖ =
-    fl(tₖ/ℓₖ): r² is (tₖ/ℓₖ)² to the bit while ℓₖ/s is a normal float. λₖ > 0, so r² is 0 where t = 0 for any ℓ
-    (never 0/0), +∞ where (tₖ/ℓₖ)² overflows, and never NaN for finite inputs.
+    The clip at ± the largest float changes no number; it stops Numba's fastmath (reassociation) from
+    computing (t/ℓ)² as t²·ℓ⁻², which is 0·∞ = NaN at t = 0 once ℓ < 1e-154.
     """
-    if lengthscale is None:  # terms in length scales already: tₖ² overflows only where r² does, and 0 stays 0
-        return sum((pt.square(t) for t in terms[1:]), pt.square(terms[0]))
-    lengthscale = pt.as_tensor_variable(lengthscale, dtype="float64")
-    if bound is None:  # s ≥ max|t|: no gradient flows through it (r² does not depend on s)
-        largest = disconnected_grad(pt.max(pt.stack([pt.max(pt.abs(t)) for t in terms])))
-        # 2^⌈log₂ max|t|⌉, at most 2¹⁰²³: a difference of two finite inputs may overflow to ±∞ (its pair's r² is ∞)
-        s = pt.switch(pt.gt(largest, 0.0), pt.exp2(pt.minimum(pt.ceil(pt.log2(largest)), 1023.0)), 1.0)
-    else:
-        s = pt.constant(np.float64(bound))
-    scaled = pt.maximum(lengthscale / s, _SCALED_LENGTHSCALE_FLOOR)  # λ = ℓ/s > 0
-    squares = [pt.square((t / s) / (scaled if lengthscale.ndim == 0 else scaled[k])) for k, t in enumerate(terms)]
-    return sum(squares[1:], squares[0])  # r² = Σₖ (uₖ/λₖ)²
+    return sum(pt.square(pt.clip(t / ell[k], -_LARGEST, _LARGEST)) for k, t in enumerate(terms))
 
 
 def _sqdist_from_gram(X, Xs, ell):
@@ -223,7 +206,7 @@ class MahalanobisRBF(Kernel):
         def whiten(A):
             return pt.specify_shape(pt.linalg.solve_triangular(L, (A - c).T, lower=True).T, (None, d))
 
-        r2 = scaled_sqdist(whiten(X), None if Xs is None else whiten(Xs), None)  # z is in length scales already
+        r2 = scaled_sqdist(whiten(X), None if Xs is None else whiten(Xs), 1.0)
         return pm.gp.cov.ExpQuad(d, ls=1.0).full_from_distance(r2, squared=True)  # exp(−½ r²)
 
     def _diag(self, X, p):
@@ -291,7 +274,7 @@ class Periodic(_PyMCStationary):
             # T − u is exact for u ≥ T/2 by Sterbenz), so that π·u/T is never formed from a huge u
             u = pt.mod(pt.abs(diff), period[k])
             folded.append(pt.sin(np.pi * pt.minimum(u, period[k] - u) / period[k]))
-        return _sum_of_squares(folded, p["lengthscale"], bound=1.0)  # |sin| ≤ 1
+        return _sum_of_squares(folded, pt.ones((d,), dtype="float64") * p["lengthscale"])
 
     def _full(self, X, Xs, p):
         d = X.type.shape[1]
