@@ -76,8 +76,6 @@ def submit_tasks(fn: Callable, tasks: list[tuple], client=None, say: Callable[[s
     return collect
 
 
-
-
 @contextlib.contextmanager
 def _seceded() -> Iterator:
     """Inside a task on a worker (a spec's analysis waiting for its fold fits): the task's thread leaves the worker's
@@ -177,10 +175,9 @@ def run(specs: list, client=None, seed: int | None = None, out=None, where: dict
         raise ValueError("out names the report folder of one spec; with several, each report goes to reports/<name>/")
     if len(specs) > 1:  # every spec checked as `bayeskern check` does (its data, its models), named apart, before any fit
         _distinct_names([cli.check(path) for path in specs])
-        for path in specs:
-            cli.prepare(path, None, seed)  # and its report folder and the seed
-    if client is not None and len(specs) > 1:
-        return _specs_as_tasks(specs, client, seed)
+        prepared = [cli.prepare(path, None, seed) for path in specs]  # and its report folder and the seed
+        if client is not None:
+            return _specs_as_tasks(prepared, client, seed)
     tasks = None if client is None else (lambda fn, args: submit_tasks(fn, args, client, cli._say))
     folders, failed = [], []
     for path in specs:
@@ -196,23 +193,23 @@ def run(specs: list, client=None, seed: int | None = None, out=None, where: dict
     return folders
 
 
-def _specs_as_tasks(paths: list, client, seed: int | None) -> list[Path]:
+def _specs_as_tasks(prepared: list, client, seed: int | None) -> list[Path]:
     """Every spec's analysis as one task on `client`'s workers; each report written here as soon as its task is done.
-    Every spec and report folder is checked before anything is sent; a spec whose task raised does not stop the others,
-    and the first such error is raised once all are done (a failed cross-validation, after every error of its kind)."""
+    `prepared`: (spec, report folder) of each, checked (`cli.prepare`) before anything is sent. A spec whose task raised
+    does not stop the others, and the first such error is raised once all are done (a failed cross-validation, after
+    every error of its kind)."""
     from distributed import as_completed
 
     from bayeskern import cli
     from bayeskern.cv import CrossValidationFailed
     from bayeskern.report import write_atomically
 
-    prepared = [cli.prepare(path, None, seed) for path in paths]
     run_id = uuid.uuid4().hex[:8]
     futures = {client.submit(_one_blas_thread, _analyse_spec, spec, spec.load_data(), seed, key=f"bayeskern-{run_id}-spec-{i}",
                              pure=False): i for i, (spec, _) in enumerate(prepared)}
-    cli._say(f"{len(paths)} specs sent to the cluster, one task each")
+    cli._say(f"{len(prepared)} specs sent to the cluster, one task each")
     started = time.monotonic()
-    folders, errors, failed = [None] * len(paths), {}, []
+    folders, errors, failed = [None] * len(prepared), {}, []
     for done, future in enumerate(as_completed(futures), start=1):
         raise_a_lost_ctrl_c()
         i = futures[future]
@@ -225,7 +222,7 @@ def _specs_as_tasks(paths: list, client, seed: int | None) -> list[Path]:
             continue
         folders[i] = write_atomically(folder, files)
         running = [prepared[j][0].name for f, j in futures.items() if not f.done()]
-        cli._say(f"specs done: {done}/{len(paths)}; wrote {folder}/"
+        cli._say(f"specs done: {done}/{len(prepared)}; wrote {folder}/"
                  + (f"; running for {time.monotonic() - started:.0f} s: {running[0]}" if running else ""))
         if cv_failure is not None:
             failed.append(cv_failure)

@@ -47,8 +47,9 @@ def _jitter(Kuu, lib):
     return INDUCING_JITTER * lib.mean(lib.diagonal(Kuu))  # δ = INDUCING_JITTER · mean diag K_uu
 
 
-def _jittered(Kuu, lib):
-    return Kuu + _jitter(Kuu, lib) * lib.eye(Kuu.shape[0])  # K_uu + δI
+def _jittered(Kuu, lib, jitter=None):
+    delta = _jitter(Kuu, lib) if jitter is None else jitter
+    return Kuu + delta * lib.eye(Kuu.shape[0])  # K_uu + δI
 
 
 def _kernel_recomputed(kernel: Kernel, Z, X):
@@ -75,7 +76,7 @@ class InducingFeatures(KernelProjection):
     def __init__(self, kernel, Z: np.ndarray, jitter: float | None = None):
         Kuu = kernel.evaluate(Z)
         self.jitter = float(_jitter(Kuu, np)) if jitter is None else jitter  # δ (given: a probe of its effect)
-        L = exact_cholesky(Kuu + self.jitter * np.eye(len(Z)))  # K_uu + δI
+        L = exact_cholesky(_jittered(Kuu, np, self.jitter))
         if L is None:
             raise ValueError(
                 f"the kernel {kernel!r} is not positive definite at the inducing points (K_uu + δI has no Cholesky "

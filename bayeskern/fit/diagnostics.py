@@ -123,4 +123,3 @@ def check_chains_moved(dt: xr.DataTree) -> None:
         stuck = np.flatnonzero(~moved)
         raise ValueError(f"MCMC chain(s) {', '.join(map(str, stuck))} of {len(moved)} never moved: each of their "
                          f"{posterior.sizes['draw']} draws is the same point; give the sampler tuning steps (tune)")
-

@@ -309,8 +309,9 @@ def read_model(raw: dict, path, priors: dict) -> ModelSection:
             raise SpecError(path, key, f"must be a string, got {_short(repr(text))}")
         _check_syntax(text, path, key, callables, priors)
         trees.append(ast.dump(ast.parse(text, mode="eval")))
-        if trees.index(trees[-1]) < i:  # the same expression twice, however spaced: the same model, compared with itself
-            raise SpecError(path, key, f"repeats candidate {trees.index(trees[-1])} ({_short(text)!r})")
+        first = trees.index(trees[-1])
+        if first < i:  # the same expression twice, however spaced: the same model, compared with itself
+            raise SpecError(path, key, f"repeats candidate {first} ({_short(text)!r})")
     sigma = _number_or_prior(model, "sigma", path, priors)
     prior_cov = _number_or_prior(model, "prior_cov", path, priors) if kind == "blr" else None
     used = set().union(*(_names_in(t) for t in texts)) | {v for v in (sigma, prior_cov) if isinstance(v, str)}
