@@ -26,21 +26,35 @@ __all__ = ["GaussianLogp", "gaussian_logp"]
 _JITTER_STEPS = np.asarray(JITTER_STEPS, dtype=np.float64)
 
 
-#: `_norm1_of_lower` reads M in blocks of this many rows, whose |Mᵢⱼ| stay in cache (n = 2000, inside a fit's
-#: evaluation: 12 ms per norm through one n × n |M|, ~4 ms in blocks)
-NORM_BLOCK_ROWS = 128
+#: the n × n passes of the SciPy implementation read BLOCK_ROWS rows at a time: the lower triangle's rows [s, e) are
+#: columns [0, e), so a pass reads about half the matrix, and a block's temporaries stay in cache (n = 2000, inside a
+#: fit's evaluation: 12 ms per 1-norm through one n × n |M|, ~4 ms in blocks)
+BLOCK_ROWS = 128
 
 
-def _norm1_of_lower(M) -> float:
-    """‖S‖₁ of the symmetric S whose lower triangle M holds (zeros above): its column sums are its row sums."""
+def _lower_blocks(n: int):
+    """(s, e, strictly_upper): the row blocks [s, e) of an n × n lower triangle, with the mask of the entries above
+    the diagonal in the block's last columns [s, e) (which the block's columns [0, e) include)."""
+    above = np.triu(np.ones((min(BLOCK_ROWS, n),) * 2, dtype=bool), 1)
+    for s in range(0, n, BLOCK_ROWS):
+        e = min(s + BLOCK_ROWS, n)
+        yield s, e, above[: e - s, : e - s]
+
+
+def _norm1_of_lower(M, shift: float = 0.0) -> float:
+    """‖S‖₁ of the symmetric S whose lower triangle is M's, `shift` added on the diagonal (what is above the diagonal
+    is not read): its column sums are its row sums."""
     n = M.shape[0]
     columns, rows = np.zeros(n), np.empty(n)
-    block = np.empty((min(NORM_BLOCK_ROWS, n), n))
-    for start in range(0, n, NORM_BLOCK_ROWS):
-        magnitude = np.abs(M[start : start + NORM_BLOCK_ROWS], out=block[: min(NORM_BLOCK_ROWS, n - start)])
-        columns += magnitude.sum(axis=0)
-        rows[start : start + NORM_BLOCK_ROWS] = magnitude.sum(axis=1)
-    return float((columns + rows - np.abs(np.diagonal(M))).max(initial=0.0))
+    block = np.empty((min(BLOCK_ROWS, n), n))
+    diagonal = np.abs(np.diagonal(M) + shift)
+    for s, e, above in _lower_blocks(n):
+        magnitude = np.abs(M[s:e, :e], out=block[: e - s, :e])
+        magnitude[:, s:e][above] = 0.0
+        magnitude[:, s:e][np.diag_indices(e - s)] = diagonal[s:e]
+        columns[:e] += magnitude.sum(axis=0)
+        rows[s:e] = magnitude.sum(axis=1)
+    return float((columns + rows - diagonal).max(initial=0.0))
 
 
 def _proven_well_conditioned(C_inv, anorm: float) -> bool:
@@ -57,53 +71,62 @@ def _proven_well_conditioned(C_inv, anorm: float) -> bool:
     return bool(anorm * n * diagonal.max(initial=0.0) < limit or anorm * _norm1_of_lower(C_inv) < limit)
 
 
-def _factor_and_invert_scipy(K, t, noise_var: float, use_jitter: bool, lower):
+def _factor_scipy(K, noise_var: float, jitter: float):
+    """U with C + jitter·I = UᵀU, C = K + σ²I from K's lower triangle (potrf, in kept memory); None where potrf fails or
+    U's diagonal is not finite and positive.
+
+    The same LAPACK call on the same memory layout as the Numba implementation: C's lower triangle in C order is, read
+    through its transpose (Fortran order, no copy), the upper triangle LAPACK factorises in place ("U"). Only the lower
+    triangle is copied, and `clean` zeroes the rest. Every n × n array this allocates costs page faults on first touch;
+    inside `reused_arrays` it is kept from earlier calls.
+    """
+    n = K.shape[0]
+    A = reused_arrays.empty((n, n), np.float64)
+    for s, e, _ in _lower_blocks(n):
+        A[s:e, :e] = K[s:e, :e]
+    A[np.diag_indices(n)] = np.diagonal(K) + noise_var + jitter  # C = K + σ²I (+ jitter·I)   (PRML 6.62)
+    U, info = lapack.dpotrf(A.T, lower=0, clean=1, overwrite_a=1)  # U is A.T: A holds U's transpose, zeros above
+    d = np.diagonal(U)
+    return U if info == 0 and np.all(np.isfinite(d) & (d > 0.0)) else None
+
+
+def _factor_and_invert_scipy(K, t, noise_var: float, use_jitter: bool):
     """(C⁻¹, α, Σ log Uᵢᵢ, jitter, step) with C + jitter·I = UᵀU from K's lower triangle, α = C⁻¹t and C⁻¹'s lower
     triangle in C order (zeros above), as `_logp_and_gradients` does; None if no jitter works.
 
-    The same LAPACK calls on the same memory layout as the Numba implementation: C's lower triangle in
-    C order is, read through its transpose (Fortran order, no copy), the upper triangle LAPACK factorises
-    in place ("U"). Every n × n array this allocates costs page faults on first touch (half the time of this function
-    at n = 500 before it worked in place); inside `reused_arrays` they are kept from earlier calls. `lower`: the n × n
-    mask of the lower triangle, diagonal included. jitter = step · mean(diag C); `step` is 0.0 where no jitter was
-    needed or the mean diagonal is not a positive number (then jitter is relative to 1 and does not depend on C).
-    A factorisation is accepted as `_linalg.cholesky` accepts one: pocon's estimate of 1/cond₁ above n·ε, unless C⁻¹
-    already proves it (`_proven_well_conditioned`); a copy of U, in kept memory, is what pocon reads then.
+    jitter = step · mean(diag C); `step` is 0.0 where no jitter was needed or the mean diagonal is not a positive
+    number (then jitter is relative to 1 and does not depend on C). A factorisation is accepted as `_linalg.cholesky`
+    accepts one: pocon's estimate of 1/cond₁ above n·ε, unless C⁻¹ already proves it (`_proven_well_conditioned`);
+    where it does not, C is factorised again for pocon to read, as in the Numba implementation.
     """
     n = K.shape[0]
     if n == 0:  # (LAPACK refuses an empty matrix: LDA ≥ 1; the Numba implementation's potrf fails likewise)
         return None
-
-    def lower_C():  # C's lower triangle, from K's only (LAPACK's convention), zeros above: np.tril(K), in kept memory
-        C = reused_arrays.zeros((n, n), np.float64)
-        np.copyto(C, K, where=lower)
-        C[np.diag_indices(n)] += noise_var  # C = K + σ²I   (PRML 6.62)
-        return C
-
-    C = lower_C()
-    scale = np.trace(C) / n
+    scale = (np.diagonal(K) + noise_var).mean()  # mean(diag C)
     scale_from_C = bool(np.isfinite(scale) and scale > 0.0)
     scale = scale if scale_from_C else 1.0
-    norm1 = _norm1_of_lower(C)  # ‖C‖₁ for the condition test
-    for k, step in enumerate([0.0] + (list(_JITTER_STEPS) if use_jitter else [])):
+    norm1 = _norm1_of_lower(K, noise_var)  # ‖C‖₁ for the condition test
+    for step in [0.0] + (list(_JITTER_STEPS) if use_jitter else []):
         jitter = step * scale
-        A = C if k == 0 else lower_C()  # potrf overwrites its input: a retry (rare) builds C again
-        A[np.diag_indices(n)] += jitter
-        U, info = lapack.dpotrf(A.T, lower=0, clean=1, overwrite_a=1)  # U is A.T: A holds U's transpose
-        d = np.diagonal(U)
-        if info != 0 or not np.all(np.isfinite(d) & (d > 0.0)):
+        U = _factor_scipy(K, noise_var, jitter)
+        if U is None:
             continue
-        log_det_half = np.log(d).sum()  # Σ log Uᵢᵢ = ½ log|C|
-        alpha, _ = lapack.dpotrs(U, t, lower=0)  # α = C⁻¹t
-        factor = reused_arrays.empty((n, n), np.float64).T
-        np.copyto(factor, U)  # the factor, for pocon below should C⁻¹ not settle the test
-        C_inv = lapack.dpotri(U, lower=0, overwrite_c=1)[0].T  # C⁻¹'s lower triangle in C order, zeros above
-        # 1/cond₁(C) > n·ε, the rule of _linalg.cholesky (pocon's estimate), settled by C⁻¹ at hand where it proves
-        # 1/cond₁ > RCOND_PROOF_MARGIN·n·ε; else pocon is asked, as always
-        anorm = norm1 + jitter
-        if _proven_well_conditioned(C_inv, anorm) or lapack.dpocon(factor, anorm, uplo="U")[0] > n * EPS:
-            return C_inv, alpha, log_det_half, jitter, step if scale_from_C else 0.0
+        # 1/cond₁(C) > n·ε, the rule of _linalg.cholesky (pocon's estimate), settled by C⁻¹ where it proves
+        # 1/cond₁ > RCOND_PROOF_MARGIN·n·ε; else C is factorised again and pocon asked, as always
+        log_det_half, alpha, C_inv = _solve_and_invert(U, t)
+        if not _proven_well_conditioned(C_inv, norm1 + jitter):
+            U = _factor_scipy(K, noise_var, jitter)  # (fails only if the BLAS threads changed meanwhile)
+            if U is None or lapack.dpocon(U, norm1 + jitter, uplo="U")[0] <= n * EPS:
+                continue
+            log_det_half, alpha, C_inv = _solve_and_invert(U, t)  # this U, the one pocon read
+        return C_inv, alpha, log_det_half, jitter, step if scale_from_C else 0.0
     return None
+
+
+def _solve_and_invert(U, t):
+    """(Σ log Uᵢᵢ = ½ log|C|, α = C⁻¹t (potrs), C⁻¹ over U (potri): its lower triangle in C order, zeros above)."""
+    alpha, _ = lapack.dpotrs(U, t, lower=0)
+    return np.log(np.diagonal(U)).sum(), alpha, lapack.dpotri(U, lower=0, overwrite_c=1)[0].T
 
 
 def _logp_and_gradients_scipy(K, t, noise_var: float, use_jitter: bool):
@@ -112,22 +135,32 @@ def _logp_and_gradients_scipy(K, t, noise_var: float, use_jitter: bool):
     The same LAPACK calls on the same layout (`_factor_and_invert_scipy`), so the same numbers to the bit.
     """
     n = K.shape[0]
-    lower = np.tri(n, dtype=bool)  # the entries i ≥ j (n² bytes, ~0.1 ms at n = 500)
-    factored = _factor_and_invert_scipy(K, t, noise_var, use_jitter, lower)
+    factored = _factor_and_invert_scipy(K, t, noise_var, use_jitter)
     if factored is None:
         return -np.inf, np.zeros((n, n)), np.zeros(n), 0.0
     C_inv, alpha, log_det_half, jitter, step = factored
     # log p(t) = −½ tᵀα − Σ log Uᵢᵢ − n/2 log 2π   (R&W 2.30)
     logp = -0.5 * t @ alpha - log_det_half - 0.5 * n * LOG_2PI
-    # ∂ log p / ∂K over K's lower triangle: 2G below the diagonal, G on it, G = ½(ααᵀ − C⁻¹)   (R&W 5.9),
-    # written into one array (no n × n temporaries: each new one costs its page faults, ~0.4 ms at n = 500)
-    d_K = reused_arrays.zeros((n, n), np.float64)
-    np.multiply(alpha[:, None], alpha, out=d_K, where=lower)
-    np.subtract(d_K, C_inv, out=d_K, where=lower)
-    d_K[np.diag_indices(n)] = 0.5 * (alpha * alpha - np.diagonal(C_inv))  # (the diagonal written above, replaced)
+    d_K = _gradient_over_inverse(C_inv, alpha)
     if step > 0.0:  # jitter = step · mean(diag C): ∂jitter/∂Cᵢᵢ = step/n
         d_K[np.diag_indices(n)] += np.trace(d_K) * step / n
     return logp, d_K, -alpha, jitter  # ∂ log p / ∂t = −C⁻¹t
+
+
+def _gradient_over_inverse(C_inv, alpha):
+    """∂ log p / ∂K written over C_inv, which holds C⁻¹'s lower triangle and zeros above (potri's output).
+
+    ∂ log p / ∂C = G = ½(ααᵀ − C⁻¹)   (R&W 5.9). The Op reads K's lower triangle only, so its partial derivatives are
+    2Gᵢⱼ below the diagonal, Gᵢᵢ on it and 0 above, as in the Numba implementation; each block of rows is written
+    through one temporary that stays in cache.
+    """
+    block = np.empty((min(BLOCK_ROWS, len(alpha)), len(alpha)))
+    for s, e, above in _lower_blocks(len(alpha)):
+        rows = C_inv[s:e, :e]
+        np.subtract(np.multiply(alpha[s:e, None], alpha[:e], out=block[: e - s, :e]), rows, out=rows)  # 2Gᵢⱼ = αᵢαⱼ − (C⁻¹)ᵢⱼ
+        rows[:, s:e][above] = 0.0
+    C_inv[np.diag_indices(len(alpha))] *= 0.5  # Gᵢᵢ = ½(αᵢ² − (C⁻¹)ᵢᵢ)
+    return C_inv
 
 
 class GaussianLogp(Op):

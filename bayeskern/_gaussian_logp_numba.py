@@ -137,9 +137,8 @@ def _factor_and_invert(K, t, noise_var, use_jitter, scale, norm1):
     where 1/cond₁(C) ≤ n·ε (the rule of _linalg.cholesky, pocon's estimate). C⁻¹ settles it where it proves
     1/cond₁ > RCOND_PROOF_MARGIN·n·ε (`_proven_well_conditioned`); else C is factorised again and pocon asked, as
     always. potrf is deterministic at a given number of BLAS threads: the same U, unless another thread changed that
-    number in between (`threadpool_limits`), when this U — the one pocon reads — gives α and C⁻¹. (The SciPy
-    implementation keeps a copy of U instead: inside `reused_arrays` that costs no new memory; here a new n × n array
-    a call costs its page faults at n ≥ 500.)
+    number in between (`threadpool_limits`), when this U — the one pocon reads — gives α and C⁻¹. The SciPy
+    implementation does the same.
     """
     n = K.shape[0]
     anorm, rcond = np.empty(1), np.zeros(1)

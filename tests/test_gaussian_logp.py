@@ -177,8 +177,8 @@ def test_the_condition_estimate_is_asked_only_where_the_inverse_does_not_settle_
     n = 30, eigenvalues from 1 down to `smallest`: 1e-3 well conditioned (not asked); 3e-13 asked and passed, its
     estimate ~14 × n·ε (no jitter); 1e-15 asked and failed, its estimate ~n·ε/20 (jitter: C + jitter·I is then
     proven). In each case the decision is the package's rule as `_linalg.exact_cholesky` implements it apart (SciPy's
-    lower factor, pocon on it), and the Numba implementation (whose fallback factorises C again instead of keeping a
-    copy of U) decides alike: without jitter, the same numbers to the bit."""
+    lower factor, pocon on it), and the Numba implementation (whose fallback, like SciPy's, factorises C again for
+    pocon) decides alike: without jitter, the same numbers to the bit."""
     from bayeskern._gaussian_logp import _logp_and_gradients_scipy
     from bayeskern._gaussian_logp_numba import _logp_and_gradients
     from bayeskern._linalg import exact_cholesky
@@ -229,10 +229,38 @@ def test_a_smooth_kernel_with_little_noise_is_settled_without_the_condition_esti
 
 @pytest.mark.parametrize("n", [1, 127, 128, 129, 300])
 def test_the_one_norm_of_a_lower_triangle_read_in_blocks(n):
-    """‖S‖₁ of the symmetric S stored as its lower triangle, read NORM_BLOCK_ROWS = 128 rows at a time, against numpy's
-    norm of S itself, for sizes around the block's edges. The sums run in another order: within n·ε relative."""
+    """‖S + cI‖₁ of the symmetric S whose lower triangle M holds, read BLOCK_ROWS = 128 rows at a time with whatever
+    lies above M's diagonal ignored, against numpy's norm of S + cI itself, for sizes around the block's edges. The
+    sums run in another order: within n·ε relative."""
     from bayeskern._gaussian_logp import _norm1_of_lower
 
-    M = np.tril(np.random.default_rng(n).standard_normal((n, n)))
-    S = M + M.T - np.diag(np.diag(M))
-    np.testing.assert_allclose(_norm1_of_lower(M), np.linalg.norm(S, 1), rtol=n * np.finfo(float).eps, atol=0)
+    rng = np.random.default_rng(n)
+    M = rng.standard_normal((n, n))  # above the diagonal: values the norm must not read
+    L = np.tril(M)
+    S = L + L.T - np.diag(np.diag(L))
+    for shift in (0.0, -2.5):
+        expected = np.linalg.norm(S + shift * np.eye(n), 1)
+        np.testing.assert_allclose(_norm1_of_lower(M, shift), expected, rtol=n * np.finfo(float).eps, atol=0)
+
+
+@pytest.mark.parametrize("n", [1, 127, 128, 129, 300])
+def test_the_scipy_implementation_reads_only_the_lower_triangle_and_writes_zeros_above(n):
+    """K's upper triangle is not read (LAPACK's convention; the copy goes by blocks of rows), and ∂/∂K, written over
+    C⁻¹ by the same blocks, is 0 above the diagonal: the same numbers to the bit for K with noise above its diagonal and
+    for np.tril(K), and the gradient's lower triangle 2Gᵢⱼ, Gᵢᵢ with G = ½(ααᵀ − C⁻¹) from numpy's inverse
+    (within 1e-9 of its largest entry: C's condition number here is below 1e3)."""
+    from bayeskern._gaussian_logp import _logp_and_gradients_scipy
+
+    rng = np.random.default_rng(n)
+    A = rng.standard_normal((n, n + 5))
+    K, t = A @ A.T / n, rng.standard_normal(n)
+    noisy = np.tril(K) + np.triu(rng.standard_normal((n, n)), 1)
+    out, clean = _logp_and_gradients_scipy(noisy, t, 0.5, False), _logp_and_gradients_scipy(np.tril(K), t, 0.5, False)
+    assert out[0] == clean[0]
+    np.testing.assert_array_equal(out[1], clean[1])
+    assert not np.any(np.triu(out[1], 1))
+    C_inv = np.linalg.inv(K + 0.5 * np.eye(n))
+    alpha = C_inv @ t
+    G = 0.5 * (np.outer(alpha, alpha) - C_inv)
+    expected = np.tril(2 * G, -1) + np.diag(np.diag(G))
+    np.testing.assert_allclose(out[1], expected, rtol=0, atol=1e-9 * np.abs(expected).max())
