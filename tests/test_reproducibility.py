@@ -258,6 +258,37 @@ def test_the_numpy_mode_writes_each_elementwise_result_into_one_array_with_the_s
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("share_below", [0.0, 0.2, 0.5, 0.9, 1.0])
+def test_the_numpy_modes_exp_is_numpys_to_the_bit_whatever_share_of_it_underflows(share_below):
+    """`_exp` leaves out the arguments below EXP_ZERO_BELOW (whose exp is exactly 0) where they are more than
+    EXP_SKIP_FROM = 30 % of an array: np.exp to the bit either way, in place or not, with NaN, ±inf, the subnormal band
+    and the edge values among them; and the numpy mode's Exp over a large array, with its gradient, is PyTensor's own."""
+    from pytensor.compile.mode import Mode, get_mode
+
+    from bayeskern._compile import EXP_ZERO_BELOW, NUMPY, ONE_ARRAY_MIN_SIZE, _exp
+
+    rng = np.random.default_rng(7)
+    size = ONE_ARRAY_MIN_SIZE + 1
+    x = np.where(rng.random(size) < share_below, rng.uniform(-1e5, EXP_ZERO_BELOW, size), rng.uniform(-800.0, 700.0, size))
+    x[:8] = [np.nan, -np.inf, np.inf, -745.13, -745.14, EXP_ZERO_BELOW, -708.5, 709.7]
+    want = np.exp(x)
+    out = np.full(size, 3.0)
+    _exp(x, out)
+    np.testing.assert_array_equal(out, want)
+    in_place = x.copy()
+    _exp(in_place, in_place)
+    np.testing.assert_array_equal(in_place, want)
+    _exp(x[::2], out[: (size + 1) // 2])  # not contiguous: numpy's own exp
+    np.testing.assert_array_equal(out[: (size + 1) // 2], want[::2])
+    v = pt.vector("v")
+    outputs = [pt.exp(v * 0.5) * v, pt.grad(pt.sum(pt.exp(v * 0.5) * v), v)]
+    plain = Mode(linker="py", optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion", "fuse_indexed_into_elemwise"))
+    with numpy_mode():
+        ours, theirs = (pytensor.function([v], outputs, mode=m) for m in (NUMPY, plain))
+    for got, expected in zip(ours(2 * x), theirs(2 * x), strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_the_numpy_mode_sums_in_place_and_folds_masked_products_into_one_array_with_the_same_numbers():
     """Two more of the NUMPY mode's numpy paths, bit for bit PyTensor's own Elemwise and Sum on the Python linker: a
     product with a 0/1 mask among its operands (bool × float computes in float, as Elemwise's left fold does) goes into
