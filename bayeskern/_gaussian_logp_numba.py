@@ -217,7 +217,9 @@ def _funcify_gaussian_logp(op, node, **kwargs):
 
     @numba_basic.numba_njit
     def gaussian_logp(K, t, noise_var):
+        if K.shape[0] != K.shape[1] or t.shape[0] != K.shape[0]:
+            raise ValueError("gaussian_logp needs K (n, n) and t (n,)")
         logp, d_K, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
         return np.asarray(logp), d_K, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 13  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
+    return gaussian_logp, 14  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk

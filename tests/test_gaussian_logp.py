@@ -227,6 +227,66 @@ def test_a_smooth_kernel_with_little_noise_is_settled_without_the_condition_esti
     np.testing.assert_array_equal(scipy_out[2], numba_out[2])
 
 
+@pytest.mark.parametrize("margin, potrf_calls", [(64.0, 1), (0.0, 2)])
+def test_u_is_kept_for_pocon_where_a_lower_bound_of_the_condition_nears_the_limit_else_c_is_factorised_again(monkeypatch, margin, potrf_calls):
+    """pocon reads U, which potri overwrites. ‖C‖₁ / min Uᵢᵢ² ≤ cond₁(C) (every pivot Uᵢᵢ² ≥ λ_min(C)): where it comes
+    within POCON_COPY_MARGIN of what C⁻¹ can prove, U is copied first (one potrf); with the margin at 0 the copy is never
+    made, and C is factorised again for pocon (two potrf). The same estimate, and the same numbers to the bit, either
+    way; the bound itself holds against numpy's cond₁."""
+    import bayeskern._gaussian_logp as op_module
+
+    n = 30
+    rng = np.random.default_rng(3)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    K = (Q * np.logspace(0, np.log10(3e-13), n)) @ Q.T  # asked, and passed (as in the test above)
+    K = np.tril(K) + np.tril(K, -1).T
+    t = rng.standard_normal(n)
+    U = np.linalg.cholesky(K).T
+    assert np.linalg.norm(K, 1) / np.min(np.diag(U)) ** 2 <= np.linalg.cond(K, 1)
+    reference = op_module._logp_and_gradients_scipy(K, t, 0.0, True)
+    potrf, lapack = [], op_module.lapack
+    monkeypatch.setattr(op_module, "POCON_COPY_MARGIN", margin)
+    calls = _counting_pocon(monkeypatch)
+
+    def counting_potrf(*args, **kwargs):
+        potrf.append(1)
+        return lapack.dpotrf(*args, **kwargs)
+
+    monkeypatch.setattr(op_module.lapack, "dpotrf", counting_potrf, raising=False)
+    out = op_module._logp_and_gradients_scipy(K, t, 0.0, True)
+    assert len(potrf) == potrf_calls and len(calls) == 1 and calls[0] > n * np.finfo(float).eps
+    assert out[0] == reference[0] and out[3] == reference[3] == 0.0
+    np.testing.assert_array_equal(out[1], reference[1])
+    np.testing.assert_array_equal(out[2], reference[2])
+
+
+def test_k_of_the_wrong_shape_is_refused_and_float32_is_computed_in_float64():
+    """K must be n × n for t of n entries: a ValueError naming both shapes, from the graph when the shapes are static and
+    from both implementations at run time (LAPACK reads only K's first n columns, so a wider K would pass unseen); a
+    float32 K given to the SciPy implementation directly gives the numbers of its float64 copy, to the bit."""
+    import pytensor
+
+    from bayeskern._gaussian_logp import _logp_and_gradients_scipy, gaussian_logp
+
+    with pytest.raises(ValueError, match=r"K \(n, n\) and t \(n,\)"):
+        gaussian_logp(pt.tensor(shape=(5, 8)), pt.vector(shape=(5,)), 0.1)
+    K, t = pt.matrix("K"), pt.vector("t")
+    logp = gaussian_logp(K, t, 0.1)
+    wide, t5 = np.eye(5, 8), np.ones(5)
+    for mode in ("NUMBA", "FAST_COMPILE"):  # Numba-compiled, and Python's perform
+        f = pytensor.function([K, t], [logp, pytensor.grad(logp, K)], mode=mode)
+        with pytest.raises(ValueError, match=r"K \(n, n\) and t \(n,\)"):
+            f(wide, t5)
+        with pytest.raises(ValueError, match=r"K \(n, n\) and t \(n,\)"):
+            f(np.eye(5), np.ones(4))
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((20, 25))
+    K32 = (A @ A.T / 25).astype(np.float32)
+    t64 = rng.standard_normal(20)
+    for got, want in zip(_logp_and_gradients_scipy(K32, t64, 0.1, True), _logp_and_gradients_scipy(K32.astype(np.float64), t64, 0.1, True), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("n", [1, 127, 128, 129, 300])
 def test_the_one_norm_of_a_lower_triangle_read_in_blocks(n):
     """‖S + cI‖₁ of the symmetric S whose lower triangle M holds, read BLOCK_ROWS = 128 rows at a time with whatever
