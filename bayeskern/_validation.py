@@ -3,6 +3,7 @@
 import dataclasses
 import functools
 import os
+from collections.abc import Callable
 
 import numpy as np
 from pytensor.graph.basic import Variable
@@ -322,9 +323,11 @@ class NonFiniteError(ValueError):
     """A computation on finite, valid input gave inf or NaN: float64 overflowed (or 0·∞ appeared)."""
 
 
-def check_finite_result(values, what: str) -> np.ndarray:
-    """A computed array that must be finite because its inputs were: else a NonFiniteError saying what overflowed."""
+def check_finite_result(values, what: str | Callable[[], str]) -> np.ndarray:
+    """A computed array that must be finite because its inputs were: else a NonFiniteError saying what overflowed
+    (`what`, or `what()` when that is a function: a description built only when it is needed)."""
     if not np.all(np.isfinite(values)):
+        what = what() if callable(what) else what
         raise NonFiniteError(f"{what} is not finite: it overflows float64 (or is 0·∞); scale or center the inputs, or change the hyperparameters")
     return values
 

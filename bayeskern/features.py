@@ -57,7 +57,7 @@ class FeatureMap(Parameterised):
         self._check_tree_input_dim(X.shape[1])
         pairs = X.shape[0] * self.n_features(X.shape[1])
         Phi = self._run_graph("features", X, None, lambda Xt, _, bind: self._graph(Xt, bind), pairs=pairs)
-        return check_finite_result(Phi, f"the features {self!r} of X")  # finite X, yet inf/NaN: an overflow
+        return check_finite_result(Phi, lambda: f"the features {self!r} of X")  # finite X, yet inf/NaN: an overflow
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._repr_args().items())})"

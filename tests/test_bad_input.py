@@ -717,6 +717,14 @@ def test_evidence_approximation_on_huge_inputs_names_the_features():
             bk.fit.evidence_approximation(POLY2(), X * scale, Y)
 
 
+def test_a_kernel_that_overflows_is_named_in_the_error():
+    """k(x, x) = x·x overflows for x = 1e200: a ValueError naming the kernel (its description is built only then)."""
+    with pytest.raises(ValueError, match=r"Linear\(\) evaluated on X is not finite: it overflows float64"):
+        bk.kernels.Linear().evaluate(np.array([[1e200], [1.0]]))
+    with pytest.raises(ValueError, match=r"RBF\(.*\) \+ Linear\(\) evaluated on X and Xs is not finite"):
+        (bk.kernels.RBF(lengthscale=1.0) + bk.kernels.Linear()).evaluate(np.array([[1e200]]), np.array([[1e200], [2.0]]))
+
+
 def test_blr_with_ill_conditioned_features_names_the_cause():
     """Polynomial(12) on x ∈ [0, 1000]: B = I + ΨᵀΨ/σ² (entries ~1e74) is not PD in float64; a LinAlgError before."""
     with pytest.raises(ValueError, match=r"features .*of X are (too ill-conditioned|numerically rank-deficient)"):

@@ -140,7 +140,7 @@ class Kernel(Parameterised):
         pairs = X.shape[0] * (1 if diag else X.shape[0] if Xs is None else Xs.shape[0])
         K = self._run_graph("kernel", X, Xs, lambda Xt, Xst, bind: self._build(Xt, Xst, diag, bind), diag, pairs=pairs)
         # finite inputs and hyperparameters, yet inf/NaN out: an overflow, reported rather than returned
-        return check_finite_result(K, f"{self!r} evaluated on X{'' if Xs is None else ' and Xs'}")
+        return check_finite_result(K, lambda: f"{self!r} evaluated on X{'' if Xs is None else ' and Xs'}")
 
     # -- algebra -------------------------------------------------------------------------------
     def __add__(self, other):
