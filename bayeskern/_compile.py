@@ -1,7 +1,6 @@
 """Compile a PyTensor graph once per structure and reuse it: the one path from symbols to numbers."""
 
 import contextlib
-import functools
 import math
 import sys
 import threading
@@ -271,28 +270,24 @@ class _IntoOneArray(Elemwise):
     is in place, and folds a variadic Add or Mul through a new array per operand. At n(n + 1)/2 pairs each new array
     costs its page faults: the 11-parameter additive kernel at n = 2000 spent 45 ms on one five-operand Mul. The
     numbers are the same ufuncs' in the same order: bit for bit Elemwise's (exp is not evaluated where it is exactly 0
-    and most of it is: `_exp`). Operands all of fewer than ONE_ARRAY_MIN_SIZE entries get a new array from numpy, as in
-    Elemwise's `perform`, without its bookkeeping (the copy into the destroyed input, its general dispatch): a small
-    graph (a kernel on tens of points, called for every posterior draw) is mostly that overhead.
+    and most of it is: `_exp`). Operands all of fewer than ONE_ARRAY_MIN_SIZE
+    entries are left to Elemwise's `perform`.
     """
 
     def perform(self, node, inputs, output_storage):
         largest = max(np.size(x) for x in inputs)  # (a result as large by broadcasting alone: the same)
+        if largest < ONE_ARRAY_MIN_SIZE and (reused_arrays.depth == 0 or largest < REUSE_MIN_SIZE):
+            return super().perform(node, inputs, output_storage)
         variadic = isinstance(self.scalar_op, Add | Mul) and len(inputs) > 2
         self._check_runtime_broadcast(node, inputs)
-        ufunc, dtype = getattr(np, self.nfunc_spec[0]), node.outputs[0].type.dtype
-        if largest < ONE_ARRAY_MIN_SIZE and (reused_arrays.depth == 0 or largest < REUSE_MIN_SIZE):
-            with np.errstate(all="ignore"):
-                result = functools.reduce(ufunc, inputs) if variadic else ufunc(*inputs)  # (Elemwise folds left too)
-            output_storage[0][0] = np.asarray(result, dtype=dtype)
-            return
-        shape = np.broadcast_shapes(*(np.shape(x) for x in inputs))
+        dtype, shape = node.outputs[0].type.dtype, np.broadcast_shapes(*(np.shape(x) for x in inputs))
         k = self.inplace_pattern.get(0)
         target = inputs[k] if k is not None and (k < 2 or not variadic) else None  # a variadic fold reads operands ≥ 2 later
         if isinstance(target, np.ndarray) and target.shape == shape and target.dtype == dtype and target.flags.writeable:
             out = target
         else:
             out = reused_arrays.empty(shape, dtype)
+        ufunc = getattr(np, self.nfunc_spec[0])
         with np.errstate(all="ignore"):
             if variadic:
                 ufunc(inputs[0], inputs[1], out=out)
