@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytensor
+from pytensor.compile.builders import SymbolicOp
 from pytensor.compile.io import In, SymbolicOutput
 from pytensor.compile.maker import FunctionMaker
 from pytensor.graph.basic import Constant, Variable
@@ -152,7 +153,8 @@ def _fingerprint(inputs: list, outputs: list) -> str:
 
 def _describe(x) -> str:
     """A text that two values share only if PyTensor would find them equal: objects with `__props__` by class and
-    props (what their equality compares), scalar Ops and types by class and their whole state; anything else is `_Unkeyable`."""
+    props (what their equality compares; a SymbolicOp's inner graph follows from them), scalar Ops and types by class and
+    their whole state; anything else is `_Unkeyable`."""
     if x is None or isinstance(x, bool | int | float | str | bytes | np.generic | np.dtype):
         return repr(x)
     if isinstance(x, np.ndarray):
@@ -168,6 +170,11 @@ def _describe(x) -> str:
         return f"slice({_describe(x.start)}, {_describe(x.stop)}, {_describe(x.step)})"
     if isinstance(x, type | types.FunctionType | types.BuiltinFunctionType | np.ufunc):
         return _qualified(x)
+    if isinstance(x, SymbolicOp) and isinstance(getattr(type(x), "__props__", None), tuple):
+        # an inner graph its class builds from its props and its operands' types (`build_inner_graph`; AllocDiag, which
+        # pt.diag makes): those, and what else it was made with, state it
+        props = ", ".join(_describe(getattr(x, p)) for p in type(x).__props__)
+        return f"{_qualified(type(x))}({props}, {_describe(getattr(x, '_init_kwargs', {}))})"
     if isinstance(x, HasInnerGraph):
         raise _Unkeyable(type(x))  # an inner graph (OpFromGraph, Composite, Scan): its props do not state it
     props = getattr(type(x), "__props__", None)

@@ -173,6 +173,29 @@ def test_a_graph_with_an_inner_graph_is_not_kept(kept_in):
     assert len(rewritten) == 1 and list(folder.iterdir()) == []
 
 
+def test_a_graph_with_an_inner_graph_its_props_build_is_kept(kept_in):
+    """A SymbolicOp builds its inner graph from its props and its operands' types (AllocDiag, which pt.diag makes, as
+    the BLR's prior covariance does): it is fingerprinted by them, kept, and loaded in place of a second rewrite; another
+    offset is another graph. Computes np.diag's numbers."""
+    from pytensor.tensor.basic import AllocDiag
+
+    folder, rewritten = kept_in
+
+    def build(offset=0):
+        x = pt.vector("x")
+        return [x], [pt.sum(pt.diag(x, k=offset) * 3.0, axis=0)]
+
+    inputs, outputs = build()
+    assert any(isinstance(node.op, AllocDiag) for node in pytensor.graph.traversal.applys_between(inputs, outputs))
+    first = numpy_function(*build())
+    again = numpy_function(*build())
+    x = np.array([1.0, -2.0, 0.5])
+    np.testing.assert_array_equal(first(x)[0], np.sum(np.diag(x) * 3.0, axis=0))
+    np.testing.assert_array_equal(again(x)[0], first(x)[0])
+    assert len(rewritten) == 1 and len(list(folder.iterdir())) == 1  # loaded, not rewritten
+    assert _graph_cache._fingerprint(*build(0)) != _graph_cache._fingerprint(*build(1))
+
+
 class _Twice(pytensor.graph.op.Op):
     """An Op of the user's own: its code is no part of a kept graph's key."""
 
