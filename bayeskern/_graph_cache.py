@@ -130,7 +130,7 @@ def keep(key: str, thing) -> None:
 
 
 def _fingerprint(inputs: list, outputs: list) -> str:
-    """The graph as text: input types, then each node in topological order as `outputs = Op(props)(operands)`,
+    """The graph as text: input types, then each node in topological order as `outputs: types = Op(props)(operands)`,
     operands named by position (inputs), by number (node outputs) or by type and value (constants)."""
     names = {v: f"i{k}" for k, v in enumerate(inputs)}
     lines = [" ".join(_describe(v.type) for v in inputs)]
@@ -146,7 +146,10 @@ def _fingerprint(inputs: list, outputs: list) -> str:
         operands = ", ".join(name(v) for v in node.inputs)
         for v in node.outputs:
             names[v] = f"v{len(names)}"
-        lines.append(f"{' '.join(names[v] for v in node.outputs)} = {_describe(node.op)}({operands})")
+        # each result's type too: a node's type can depend on flags read when the graph was built (floatX: x / 2 on
+        # integers; a pad's zeros), which the key's flags, read at compile time, do not see
+        results = " ".join(f"{names[v]}: {_describe(v.type)}" for v in node.outputs)
+        lines.append(f"{results} = {_describe(node.op)}({operands})")
     lines.append("return " + ", ".join(name(v) for v in outputs))
     return "\n".join(lines)
 
@@ -171,10 +174,12 @@ def _describe(x) -> str:
     if isinstance(x, type | types.FunctionType | types.BuiltinFunctionType | np.ufunc):
         return _qualified(x)
     if isinstance(x, SymbolicOp) and isinstance(getattr(type(x), "__props__", None), tuple):
-        # an inner graph its class builds from its props and its operands' types (`build_inner_graph`; AllocDiag, which
-        # pt.diag makes): those, and what else it was made with, state it
+        # an inner graph its class builds from its props and the operand types it was built for (`build_inner_graph`;
+        # AllocDiag, which pt.diag makes): those, what else it was made with, and its results' types (which show the
+        # flags read while building it, as floatX in Pad's zeros) state it
         props = ", ".join(_describe(getattr(x, p)) for p in type(x).__props__)
-        return f"{_qualified(type(x))}({props}, {_describe(getattr(x, '_init_kwargs', {}))})"
+        built_for = _describe(tuple(getattr(x, "input_types", ())))  # the operand types its inner graph was built for
+        return f"{_qualified(type(x))}({props}, {_describe(getattr(x, '_init_kwargs', {}))}, {built_for})"
     if isinstance(x, HasInnerGraph):
         raise _Unkeyable(type(x))  # an inner graph (OpFromGraph, Composite, Scan): its props do not state it
     props = getattr(type(x), "__props__", None)

@@ -196,6 +196,34 @@ def test_a_graph_with_an_inner_graph_its_props_build_is_kept(kept_in):
     assert _graph_cache._fingerprint(*build(0)) != _graph_cache._fingerprint(*build(1))
 
 
+def test_a_graph_built_under_another_floatx_or_cast_policy_is_another_graph(kept_in):
+    """Flags read while a graph is built change its types, not its operations: x / 2 on integers (a division in floatX),
+    a pad's zeros (floatX), logsumexp of float32 under cast_policy numpy+floatX. The key reads the flags at compile
+    time, so the fingerprint states each result's type: built under float32 and under float64, two graphs, two files,
+    and each computes as a fresh compile does (found by a review: the second one loaded the first's function)."""
+    folder, rewritten = kept_in
+    x = np.array([16777217, 3], dtype=np.int64)  # 2²⁴ + 1: not a float32
+    builds = [  # (the graph, numpy's float64 result from the formula)
+        (lambda v: ([v], [v / 2]), x / 2.0),
+        (lambda v: ([v], [pt.pad(v, (1, 1), mode="constant")]), np.pad(x, 1).astype(np.float64)),
+    ]
+    for build, expected in builds:
+        with pytensor.config.change_flags(floatX="float32"):
+            narrow = build(pt.vector("x", dtype="int64"))
+        wide = build(pt.vector("x", dtype="int64"))
+        assert _graph_cache._fingerprint(*narrow) != _graph_cache._fingerprint(*wide)
+        numpy_function(*narrow)
+        got = numpy_function(*wide)(x)[0]
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, expected)
+    with pytensor.config.change_flags(cast_policy="numpy+floatX"):
+        y = pt.vector("y", dtype="float32")
+        promoted = ([y], [pt.logsumexp(y)])
+    y32 = pt.vector("y", dtype="float32")
+    assert _graph_cache._fingerprint(*promoted) != _graph_cache._fingerprint([y32], [pt.logsumexp(y32)])
+    assert len(rewritten) == 4 and len(list(folder.iterdir())) == 4
+
+
 class _Twice(pytensor.graph.op.Op):
     """An Op of the user's own: its code is no part of a kept graph's key."""
 
