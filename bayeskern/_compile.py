@@ -253,7 +253,7 @@ EXP_SKIP_FROM = 0.3
 
 def _exp(x: np.ndarray, out: np.ndarray) -> None:
     """np.exp(x, out=out) to the bit (`out` may be x), with exp not evaluated where it is exactly 0 when most are."""
-    sample = x.reshape(-1)[::97] if x.flags.c_contiguous else x[:0]
+    sample = x.reshape(-1)[::97] if x.flags.c_contiguous else x[:0]  # (not contiguous, or empty: numpy's own exp)
     if np.count_nonzero(sample < EXP_ZERO_BELOW) <= EXP_SKIP_FROM * sample.size:
         np.exp(x, out=out)
         return

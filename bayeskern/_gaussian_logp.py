@@ -113,14 +113,15 @@ def _factor_and_invert_scipy(K, t, noise_var: float, use_jitter: bool):
         U = _factor_scipy(K, noise_var, jitter)
         if U is None:
             continue
-        copy = _copy_for_pocon(U, norm1 + jitter)
+        anorm = norm1 + jitter  # ‖C + jitter·I‖₁
+        copy = _copy_for_pocon(U, anorm)
         # 1/cond₁(C) > n·ε, the rule of _linalg.cholesky (pocon's estimate), settled by C⁻¹ where it proves
         # 1/cond₁ > RCOND_PROOF_MARGIN·n·ε; else pocon is asked, as always
         log_det_half, alpha, C_inv = _solve_and_invert(U, t)
-        if not _proven_well_conditioned(C_inv, norm1 + jitter):
+        if not _proven_well_conditioned(C_inv, anorm):
             if copy is None:  # (the lower bound was far from the limit, yet C⁻¹ proves nothing: C again)
                 copy = _factor_scipy(K, noise_var, jitter)
-            if copy is None or not lapack.dpocon(copy, norm1 + jitter, uplo="U")[0] > n * EPS:  # (a NaN estimate fails)
+            if copy is None or not lapack.dpocon(copy, anorm, uplo="U")[0] > n * EPS:  # (a NaN estimate fails)
                 continue
         return C_inv, alpha, log_det_half, jitter, step if scale_from_C else 0.0
     return None
@@ -216,10 +217,9 @@ class GaussianLogp(Op):
         return Apply(self, [K, t, noise_var], [scalar, K.type(), t.type(), scalar.type()])
 
     def perform(self, node, inputs, outputs):
-        K = np.asarray(inputs[0], dtype=np.float64)
-        t = np.asarray(inputs[1], dtype=np.float64)
-        _check_shapes(K.shape, t.shape)
-        results = _logp_and_gradients_scipy(K, t, float(inputs[2]), self.jitter)
+        K, t, noise_var = inputs
+        _check_shapes(np.shape(K), np.shape(t))
+        results = _logp_and_gradients_scipy(K, t, float(noise_var), self.jitter)  # (which takes them as float64)
         for out, value in zip(outputs, results, strict=True):
             out[0] = np.asarray(value)
 
