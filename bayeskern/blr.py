@@ -161,7 +161,7 @@ class BLRLikelihood(Likelihood):
     def check_inputs(self, X: np.ndarray) -> None:
         check_prior_cov(self.prior_cov, n_features(self.features, X.shape[1]))
 
-    def condition(self) -> "WeightSpaceBLR":
+    def condition(self, predict_at=None) -> "WeightSpaceBLR":  # (predictions cost O(M²m) from the posterior of w: nothing to prepare)
         return _condition_on(self.features, self.X, self.y, float(self.sigma), self.prior_cov, self.rows)
 
     def size(self) -> int:

@@ -16,6 +16,7 @@ from bayeskern._linalg import EPS, LOG_2PI, cho_solve, cholesky, loo_gaussian, m
 from bayeskern._results import Posterior
 from bayeskern._validation import (
     as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, offset_ratio,
+    same_columns,
 )
 from bayeskern.conditioned import Conditioned
 from bayeskern.kernels import Kernel
@@ -74,8 +75,8 @@ class GPLikelihood(KernelLikelihood):
     def check_inputs(self, X: np.ndarray) -> None:
         self.kernel.full(X[:2])  # the graph is built, and the inputs checked, without compiling
 
-    def condition(self) -> "ExactGP":
-        return ExactGP(self.kernel, self.X, self.y, float(self.sigma))
+    def condition(self, predict_at=None) -> "ExactGP":
+        return ExactGP(self.kernel, self.X, self.y, float(self.sigma), predict_at)
 
 
 def prior_samples(kernel: Kernel, X, n: int = 1, seed=None) -> np.ndarray:
@@ -192,16 +193,26 @@ def _refuse_duplicates_without_noise(X: np.ndarray, C: np.ndarray, sigma: float)
         )
 
 
+#: an exact GP told the points X* of a full-covariance prediction to come evaluates its kernel once on X and X* together
+#: where (n + m)² is at most this. At that size a kernel evaluation costs mostly its call (~0.1–0.2 ms in numpy), so one
+#: call for K(X, X), K(X, X*), K(X*, X*) and k(x*, x*) beats four, though it computes K(X*, X) too. The posterior draws'
+#: loop (`fit.predictive.draw_quantities`, the seeds' sum kernel, m = 121): n = 25 3.05 → 2.04 s for 2 × 1000 draws,
+#: n = 100 1.0–1.2 → 0.75 s for 2 × 250; at n = 300 (177 241 pairs) the two take the same (BENCHMARKS.md, session 32)
+JOINT_MAX_PAIRS = 65_536
+
+
 class ExactGP(Conditioned):
     """The exact solver: C = K + σ²I factorised once by Cholesky (the package's rule, `_linalg.cholesky`).
 
     `chol`: L with C (+ jitter) = L Lᵀ. `alpha`: α = C⁻¹t, the dual weights of the mean
     m(x) = Σᵢ αᵢ k(xᵢ, x). Each prediction at m points costs O(n²m), never a refactorisation.
+    `predict_at`: the points X* of a full-covariance prediction to come, if known: small problems then evaluate the
+    kernel on X and X* at once (JOINT_MAX_PAIRS), and that prediction and its draws reuse the blocks.
     """
 
-    def __init__(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma: float):
+    def __init__(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma: float, predict_at=None):
         self.kernel, self.X, self.targets, self.sigma = kernel, X, t, sigma
-        K = kernel.evaluate(X)  # X is checked here once; predictions below reuse it unchecked
+        K, self._at = _gram_and_blocks_at(kernel, X, predict_at)  # X is checked here once; predictions reuse it unchecked
         C = K + sigma**2 * np.eye(len(X))  # C_N = K + β⁻¹I   (PRML 6.62)
         _refuse_duplicates_without_noise(X, C, sigma)
         self.chol, self.jitter = cholesky(C, "K + sigma^2 I", before_jitter=lambda: _refuse_non_psd(kernel, X, K))
@@ -216,19 +227,31 @@ class ExactGP(Conditioned):
         return self.kernel
 
     def _latent(self, Xnew, full_cov):
-        Ks = self.kernel._values(self.X, Xnew)  # k(xᵢ, x*) for every training xᵢ, (n, m)
+        known = self._blocks_at(Xnew) if full_cov else None
+        Ks = self.kernel._values(self.X, Xnew) if known is None else known[0]  # k(xᵢ, x*) for every training xᵢ, (n, m)
         mean = Ks.T @ self.alpha  # m(x*) = kᵀ C⁻¹ t   (PRML 6.66)
         V = solve_lower(self.chol, Ks)  # V = L⁻¹k, so kᵀC⁻¹k = VᵀV
         if not full_cov:  # k(x*, x*) − kᵀ C⁻¹ k, the diagonal only
             return mean, np.clip(self.kernel._values(Xnew, diag=True) - np.sum(V**2, axis=0), 0.0, None), None
-        cov = minus_gram(self.kernel._values(Xnew), V)  # K** − kᵀ C⁻¹ k = K** − VᵀV   (PRML 6.67, c without β⁻¹)
+        K_new = self.kernel._values(Xnew) if known is None else known[1]
+        cov = minus_gram(K_new, V)  # K** − kᵀ C⁻¹ k = K** − VᵀV   (PRML 6.67, c without β⁻¹)
         return mean, np.clip(np.diag(cov), 0.0, None), cov  # round-off can make a tiny variance negative; predict writes it back
+
+    def _blocks_at(self, Xnew):
+        """(K(X, X*), K(X*, X*)) from the evaluation at conditioning when Xnew are its points X*, else None."""
+        if self._at is None:
+            return None
+        points, K_cross, K_new = self._at
+        same = Xnew is points or (Xnew.shape == points.shape and np.array_equal(Xnew, points))
+        return (K_cross, K_new) if same else None
 
     def _loo(self):
         return loo_gaussian(self.chol, self.targets, self.alpha)
 
     def prior_variance(self, Xnew) -> float:
-        return float(np.max(np.abs(self.kernel._values(Xnew, diag=True)), initial=0.0))  # Xnew: a prediction's, checked
+        known = self._blocks_at(Xnew)  # Xnew: a prediction's, checked
+        diagonal = self.kernel._values(Xnew, diag=True) if known is None else np.diagonal(known[1])
+        return float(np.max(np.abs(diagonal), initial=0.0))
 
     def posterior(self, Xnew=None, include_noise: bool = False) -> "GPPosterior":
         """The full posterior at `Xnew` as `GPPosterior` (what `bayeskern.gp.posterior` returns)."""
@@ -236,6 +259,20 @@ class ExactGP(Conditioned):
         return GPPosterior(
             p.mean, p.cov, p.var, self.log_marginal_likelihood, p.include_noise, p.Xnew, self.jitter, self.alpha, self.chol, self.targets
         )
+
+
+def _gram_and_blocks_at(kernel: Kernel, X: np.ndarray, predict_at) -> tuple:
+    """(K(X, X), (X*, K(X, X*), K(X*, X*)) or None): the blocks of one evaluation on X and X* = `predict_at` stacked, where
+    `predict_at` is given and (n + m)² ≤ JOINT_MAX_PAIRS; else K(X, X) alone."""
+    if predict_at is None:
+        return kernel.evaluate(X), None
+    points = as_inputs(predict_at, "Xnew")
+    same_columns(X, points, "X", "Xnew")
+    n = len(X)
+    if (n + len(points)) ** 2 > JOINT_MAX_PAIRS:
+        return kernel.evaluate(X), None
+    K = kernel.evaluate(np.vstack([X, points]))  # [[K(X, X), K(X, X*)], [K(X*, X), K(X*, X*)]]
+    return K[:n, :n], (points, K[:n, n:], K[n:, n:])
 
 
 _NUMERICAL_FAILURE = (

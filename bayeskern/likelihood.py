@@ -41,8 +41,9 @@ class Likelihood(ABC):
         """A ValueError if the hyperparameters do not fit inputs like X (checked without compiling anything)."""
 
     @abstractmethod
-    def condition(self):
-        """The conditioned model (`bayeskern.conditioned.Conditioned`) of a numeric record."""
+    def condition(self, predict_at=None):
+        """The conditioned model (`bayeskern.conditioned.Conditioned`) of a numeric record. `predict_at`: the points of a
+        full-covariance prediction to come, which a solver may prepare for (the exact GP's, `gp.JOINT_MAX_PAIRS`)."""
 
     def size(self) -> int:
         """The largest dimension of the matrices one evaluation or one conditioning works on (n here): what decides

@@ -84,6 +84,87 @@ def test_predicting_and_sampling_never_refactorise(monkeypatch):
     assert calls == [1]  # once, in the constructor
 
 
+def _counting_kernel_evaluations(monkeypatch) -> list:
+    """Every numeric kernel evaluation from now on appends the number of points it was asked for."""
+    calls = []
+    real = K.Kernel._values
+    monkeypatch.setattr(K.Kernel, "_values", lambda self, A, B=None, diag=False: calls.append(len(A)) or real(self, A, B, diag))
+    return calls
+
+
+ARD_KERNEL = 1.3 * K.RBF([0.6, 1.1, 0.8]) * K.Periodic(1.7, 0.9) + 0.3 * K.Linear() + K.Constant(0.2)
+
+
+@pytest.mark.parametrize("kernel, d", [(KERNEL, 1), (bk.kernels.PRML(1.2, 9.0, 0.4, 0.3), 1), (ARD_KERNEL, 3)])
+def test_a_gp_told_where_it_will_predict_evaluates_its_kernel_once_and_predicts_the_same(monkeypatch, kernel, d):
+    """The posterior draws' loop conditions with `predict_at`: one kernel evaluation on X and X* stacked gives K(X, X),
+    K(X, X*), K(X*, X*) and the draws' prior variance, instead of four."""
+    rng = np.random.default_rng(7)
+    Xd, Xs = rng.uniform(-2, 2, (30, d)), rng.uniform(-2.5, 2.5, (17, d))
+    yd = np.sin(Xd.sum(axis=1)) + 0.1 * rng.standard_normal(30)
+    apart = bk.gp.ExactGP(kernel, Xd, yd, 0.2)
+    calls = _counting_kernel_evaluations(monkeypatch)
+    joint = bk.gp.ExactGP(kernel, Xd, yd, 0.2, predict_at=Xs)
+    p = joint.predict(Xs, full_cov=True)
+    f = joint.draws_from(p, 3, np.random.default_rng(0))
+    assert calls == [47]  # once, on the 30 + 17 points
+    q = apart.predict(Xs, full_cov=True)
+    # each entry k(xᵢ, xⱼ) is the same elementwise arithmetic on the same inputs, so the blocks are K(X, X) etc. bit for
+    # bit; only a dot product over d > 1 columns (Linear) may be summed in another order by BLAS for another matrix
+    # size, a few ε·max|K| per entry, which the solves amplify by at most cond(C): 8ε·cond(C)·max|K| bounds it
+    scale = np.max(np.abs(kernel.evaluate(np.vstack([Xd, Xs]))))
+    tol = dict(rtol=0, atol=0) if d == 1 else dict(rtol=0, atol=8 * np.finfo(float).eps * np.linalg.cond(apart.chol) ** 2 * scale)
+    np.testing.assert_allclose(joint.chol, apart.chol, **tol)
+    np.testing.assert_allclose(p.mean, q.mean, **tol)
+    np.testing.assert_allclose(p.cov, q.cov, **tol)
+    np.testing.assert_allclose(f, apart.draws_from(q, 3, np.random.default_rng(0)), **tol)
+    assert joint.log_marginal_likelihood == pytest.approx(apart.log_marginal_likelihood, rel=0 if d == 1 else 1e-12)
+    # elsewhere, and without the full covariance, it evaluates as a GP that was not told
+    calls.clear()
+    other = XNEW[:5].repeat(d, axis=1)
+    np.testing.assert_allclose(joint.predict(other, full_cov=True).cov, apart.predict(other, full_cov=True).cov, **tol)
+    np.testing.assert_allclose(joint.predict(Xs).var, apart.predict(Xs).var, **tol)
+    assert calls == [30, 5, 30, 5, 30, 17, 30, 17]  # K(X, ·), then K(·, ·) or its diagonal: joint, then apart, each time
+
+
+def test_a_large_problem_told_where_it_will_predict_evaluates_apart(monkeypatch):
+    """Beyond JOINT_MAX_PAIRS one call's saving no longer pays for computing K(X*, X) too: four evaluations as before."""
+    n = int(np.sqrt(bk.gp.JOINT_MAX_PAIRS)) - 9  # (n + 10)² just above the limit
+    rng = np.random.default_rng(2)
+    Xd, Xs = rng.uniform(-2, 2, (n, 1)), np.linspace(-2, 2, 10)[:, None]
+    calls = _counting_kernel_evaluations(monkeypatch)
+    joint = bk.gp.ExactGP(KERNEL, Xd, np.sin(Xd[:, 0]), 0.2, predict_at=Xs)
+    joint.draws_from(joint.predict(Xs, full_cov=True), 1, np.random.default_rng(0))
+    assert (n + 10) ** 2 > bk.gp.JOINT_MAX_PAIRS and calls == [n, n, 10, 10]
+
+
+def test_prediction_points_of_another_dimension_are_named():
+    with pytest.raises(ValueError, match="Xnew"):
+        bk.gp.ExactGP(KERNEL, X, Y, 0.2, predict_at=np.zeros((3, 2)))
+
+
+def test_the_draws_loop_evaluates_the_kernel_once_a_draw(monkeypatch):
+    """`draw_quantities` tells each draw's GP where it will predict (every `thin`-th draw): one evaluation there, one
+    (for K(X, X)) at the others; its numbers are those of evaluating apart, to the bit."""
+    from bayeskern.fit._plug_in import PlugIn
+    from bayeskern.fit.predictive import draw_quantities
+    from bayeskern.likelihood import find_likelihood
+
+    model = _rbf_model(X, Y)
+    plug_in = PlugIn(model, find_likelihood(model)[1])
+    values = {"amp": [[1.1, 0.9, 1.3]], "ell": [[0.6, 0.8, 0.7]], "s": [[0.1, 0.12, 0.09]]}
+    posterior = xr.Dataset({k: (("chain", "draw"), np.array(v)) for k, v in values.items()}, coords={"chain": [0], "draw": [0, 1, 2]})
+    calls = _counting_kernel_evaluations(monkeypatch)
+    joint = draw_quantities(plug_in, posterior, "y", "y_dim_0", Xnew=XNEW, thin=2, seed=0)
+    assert calls == [63, 40, 63]  # draws 0 and 2 predict: X and X* (40 + 23) together; draw 1 only K(X, X)
+    calls.clear()
+    monkeypatch.setattr(bk.gp, "JOINT_MAX_PAIRS", 0)
+    apart = draw_quantities(plug_in, posterior, "y", "y_dim_0", Xnew=XNEW, thin=2, seed=0)
+    assert calls == [40, 40, 23, 23, 40, 40, 40, 23, 23]  # K(X, X), K(X, X*), K(X*, X*), k(x*, x*) at draws 0 and 2
+    for ours, theirs in zip(joint[:2], apart[:2], strict=True):
+        xr.testing.assert_identical(ours, theirs)
+
+
 @pytest.mark.parametrize("solver", ["gp", "blr"])
 def test_samples_have_the_predictive_mean_and_covariance(solver):
     conditioned = bk.gp.condition(KERNEL, X, Y, 0.2) if solver == "gp" else bk.blr.condition(PHI, X, Y, 0.2, S)

@@ -514,5 +514,5 @@ class HSGPLikelihood(KernelLikelihood):
     def check_inputs(self, X: np.ndarray) -> None:
         self.basis._check_tree_input_dim(X.shape[1])
 
-    def condition(self) -> WeightSpaceBLR:
+    def condition(self, predict_at=None) -> WeightSpaceBLR:  # (a weight-space solver: nothing to prepare)
         return WeightSpaceBLR(self.basis, self.X, self.y, float(self.sigma), self.variances(), self.rows)

@@ -263,7 +263,7 @@ class VFELikelihood(KernelLikelihood):
     def check_inputs(self, X: np.ndarray) -> None:
         self.kernel._check_tree_input_dim(X.shape[1])
 
-    def condition(self) -> InducingPosterior:
+    def condition(self, predict_at=None) -> InducingPosterior:  # (predictions go through the inducing points: nothing to prepare)
         return InducingPosterior(self.kernel, self.inducing, self.X, self.y, float(self.sigma))
 
     def fit_warnings(self, conditioned=None) -> list[str]:

@@ -61,6 +61,7 @@ class PlugIn:
         by_id = {id(s): np.asarray(v) for s, v in zip(self._symbols, values, strict=True)}
         return self.record.with_values(lambda v: by_id[id(v)] if is_symbolic(v) else v)
 
-    def condition(self, params: dict):
-        """The conditioned model (`bayeskern.conditioned.Conditioned`) at `params`."""
-        return self.numeric(params).condition()
+    def condition(self, params: dict, predict_at=None):
+        """The conditioned model (`bayeskern.conditioned.Conditioned`) at `params`; `predict_at`: the points of a
+        full-covariance prediction to come, if known (`Likelihood.condition`)."""
+        return self.numeric(params).condition(predict_at)

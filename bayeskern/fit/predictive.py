@@ -36,11 +36,12 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
         warnings.simplefilter("ignore", RuntimeWarning)  # jitter is collected and reported once
         for c in range(chains):
             for d in range(draws):
-                model = plug_in.condition({name: v[c, d] for name, v in values.items()})
+                predicts = Xnew is not None and d % thin == 0
+                model = plug_in.condition({name: v[c, d] for name, v in values.items()}, Xnew if predicts else None)
                 max_jitter = max(max_jitter, model.jitter)
                 mu, var, log_lik[c, d] = model.loo
                 loo_draws[c, d] = mu + np.sqrt(var) * rng.standard_normal(n)
-                if Xnew is not None and d % thin == 0:
+                if predicts:
                     k = d // thin
                     prediction = model.predict(Xnew, full_cov=True)  # one prediction a draw: mean, var and the draw
                     f[c, k] = model.draws_from(prediction, 1, rng)[0]  # f(Xnew) ~ N(m, K** − kᵀC⁻¹k)
