@@ -121,7 +121,8 @@ def _solve_and_invert(A, t, alpha):
     for i in range(n):
         log_det_half += np.log(A[i, i])
     uplo, N, info = val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
-    alpha[:] = t
+    for i in range(n):  # (not alpha[:] = t: an array copied into a slice makes Numba compile its shape-mismatch message)
+        alpha[i] = t[i]
     _potrs(uplo, N, val_to_int_ptr(np.int32(1)), A.ctypes, N, alpha.ctypes, N, info)
     _potri(uplo, N, A.ctypes, N, info)
     return log_det_half
@@ -222,4 +223,4 @@ def _funcify_gaussian_logp(op, node, **kwargs):
         logp, d_K, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
         return np.asarray(logp), d_K, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 14  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
+    return gaussian_logp, 15  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
