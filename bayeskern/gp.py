@@ -3,6 +3,7 @@
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 import pymc as pm
@@ -15,8 +16,8 @@ from bayeskern._gaussian_logp import gaussian_logp
 from bayeskern._linalg import EPS, LOG_2PI, cho_solve, cholesky, loo_gaussian, minus_gram, psd_factor, psd_tolerance, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
-    as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, offset_ratio,
-    same_columns,
+    NonFiniteError, as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure,
+    offset_ratio, same_columns,
 )
 from bayeskern.conditioned import Conditioned
 from bayeskern.kernels import Kernel
@@ -193,12 +194,24 @@ def _refuse_duplicates_without_noise(X: np.ndarray, C: np.ndarray, sigma: float)
         )
 
 
-#: an exact GP told the points X* of a full-covariance prediction to come evaluates its kernel once on X and X* together
-#: where (n + m)² is at most this. At that size a kernel evaluation costs mostly its call (~0.1–0.2 ms in numpy), so one
-#: call for K(X, X), K(X, X*), K(X*, X*) and k(x*, x*) beats four, though it computes K(X*, X) too. The posterior draws'
-#: loop (`fit.predictive.draw_quantities`, the seeds' sum kernel, m = 121): n = 25 3.05 → 2.04 s for 2 × 1000 draws,
-#: n = 100 1.0–1.2 → 0.75 s for 2 × 250; at n = 300 (177 241 pairs) the two take the same (BENCHMARKS.md, session 32)
+#: an exact GP on 1-D inputs told the points X* of a full-covariance prediction to come evaluates its kernel once on X and
+#: X* together where (n + m)² is at most this. There a kernel evaluation costs mostly its call (~0.1–0.2 ms in numpy), so
+#: one call for K(X, X), K(X, X*), K(X*, X*) and k(x*, x*) beats four, though it computes K(X*, X) too. The posterior
+#: draws' loop (`fit.predictive.draw_quantities`, the seeds' sum kernel, m = 121, `benchmarks/bench_draw_quantities.py`)
+#: takes 0.71, 0.81 and 0.87 of the time apart at n = 25, 100 and 128 (62 001 pairs), and a prototype took the same at
+#: n = 300 (177 241 pairs) (BENCHMARKS.md, session 32). Inputs of several columns are evaluated
+#: apart: a kernel's work per pair is larger there (ARD Matérn 5/2 at d = 8, n = m = 128: 1.3× slower together), and
+#: above `kernels.stationary.DIFFERENCE_COLUMNS` distances are scaled by the largest |x| of the points evaluated together,
+#: so a far X* would change K(X, X)
 JOINT_MAX_PAIRS = 65_536
+
+
+class _Blocks(NamedTuple):
+    """The blocks of one kernel evaluation on X and X* stacked that a prediction at X* reads."""
+
+    points: np.ndarray  # X* (a copy: the caller's array may change)
+    cross: np.ndarray  # K(X, X*)
+    new: np.ndarray  # K(X*, X*)
 
 
 class ExactGP(Conditioned):
@@ -206,13 +219,13 @@ class ExactGP(Conditioned):
 
     `chol`: L with C (+ jitter) = L Lᵀ. `alpha`: α = C⁻¹t, the dual weights of the mean
     m(x) = Σᵢ αᵢ k(xᵢ, x). Each prediction at m points costs O(n²m), never a refactorisation.
-    `predict_at`: the points X* of a full-covariance prediction to come, if known: small problems then evaluate the
+    `predict_at`: the points X* of a full-covariance prediction to come, if known: small problems on 1-D inputs evaluate the
     kernel on X and X* at once (JOINT_MAX_PAIRS), and that prediction and its draws reuse the blocks.
     """
 
     def __init__(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma: float, predict_at=None):
         self.kernel, self.X, self.targets, self.sigma = kernel, X, t, sigma
-        K, self._at = _gram_and_blocks_at(kernel, X, predict_at)  # X is checked here once; predictions reuse it unchecked
+        K, self._blocks = self._gram(predict_at)  # X is checked here once; predictions reuse it unchecked
         C = K + sigma**2 * np.eye(len(X))  # C_N = K + β⁻¹I   (PRML 6.62)
         _refuse_duplicates_without_noise(X, C, sigma)
         self.chol, self.jitter = cholesky(C, "K + sigma^2 I", before_jitter=lambda: _refuse_non_psd(kernel, X, K))
@@ -226,31 +239,45 @@ class ExactGP(Conditioned):
     def gram_kernel(self) -> Kernel:
         return self.kernel
 
+    def _gram(self, predict_at) -> tuple:
+        """(K(X, X), _Blocks or None): one evaluation on X and X* = `predict_at` stacked where that pays (1-D inputs,
+        (n + m)² ≤ JOINT_MAX_PAIRS), else K(X, X) alone; also alone where the stacked evaluation overflows, so that an
+        overflow at X* is reported by the prediction there."""
+        if predict_at is None:
+            return self.kernel.evaluate(self.X), None
+        points = np.array(as_inputs(predict_at, "predict_at"))  # (a copy)
+        same_columns(self.X, points, "X", "predict_at")
+        n = len(self.X)
+        if points.shape[1] > 1 or (n + len(points)) ** 2 > JOINT_MAX_PAIRS:
+            return self.kernel.evaluate(self.X), None
+        try:
+            K = self.kernel.evaluate(np.vstack([self.X, points]))  # [[K(X, X), K(X, X*)], [K(X*, X), K(X*, X*)]]
+        except NonFiniteError:
+            return self.kernel.evaluate(self.X), None
+        return K[:n, :n], _Blocks(points, K[:n, n:], K[n:, n:])
+
+    def _blocks_at(self, Xnew) -> _Blocks | None:
+        """The blocks of the evaluation at conditioning when Xnew are its points X*, else None."""
+        blocks = self._blocks
+        return blocks if blocks is not None and Xnew.shape == blocks.points.shape and np.array_equal(Xnew, blocks.points) else None
+
     def _latent(self, Xnew, full_cov):
-        known = self._blocks_at(Xnew) if full_cov else None
-        Ks = self.kernel._values(self.X, Xnew) if known is None else known[0]  # k(xᵢ, x*) for every training xᵢ, (n, m)
+        blocks = self._blocks_at(Xnew) if full_cov else None
+        Ks = self.kernel._values(self.X, Xnew) if blocks is None else blocks.cross  # k(xᵢ, x*) for every training xᵢ, (n, m)
         mean = Ks.T @ self.alpha  # m(x*) = kᵀ C⁻¹ t   (PRML 6.66)
         V = solve_lower(self.chol, Ks)  # V = L⁻¹k, so kᵀC⁻¹k = VᵀV
         if not full_cov:  # k(x*, x*) − kᵀ C⁻¹ k, the diagonal only
             return mean, np.clip(self.kernel._values(Xnew, diag=True) - np.sum(V**2, axis=0), 0.0, None), None
-        K_new = self.kernel._values(Xnew) if known is None else known[1]
+        K_new = self.kernel._values(Xnew) if blocks is None else blocks.new
         cov = minus_gram(K_new, V)  # K** − kᵀ C⁻¹ k = K** − VᵀV   (PRML 6.67, c without β⁻¹)
         return mean, np.clip(np.diag(cov), 0.0, None), cov  # round-off can make a tiny variance negative; predict writes it back
-
-    def _blocks_at(self, Xnew):
-        """(K(X, X*), K(X*, X*)) from the evaluation at conditioning when Xnew are its points X*, else None."""
-        if self._at is None:
-            return None
-        points, K_cross, K_new = self._at
-        same = Xnew is points or (Xnew.shape == points.shape and np.array_equal(Xnew, points))
-        return (K_cross, K_new) if same else None
 
     def _loo(self):
         return loo_gaussian(self.chol, self.targets, self.alpha)
 
     def prior_variance(self, Xnew) -> float:
-        known = self._blocks_at(Xnew)  # Xnew: a prediction's, checked
-        diagonal = self.kernel._values(Xnew, diag=True) if known is None else np.diagonal(known[1])
+        blocks = self._blocks_at(Xnew)  # Xnew: a prediction's, checked
+        diagonal = self.kernel._values(Xnew, diag=True) if blocks is None else np.diagonal(blocks.new)
         return float(np.max(np.abs(diagonal), initial=0.0))
 
     def posterior(self, Xnew=None, include_noise: bool = False) -> "GPPosterior":
@@ -259,20 +286,6 @@ class ExactGP(Conditioned):
         return GPPosterior(
             p.mean, p.cov, p.var, self.log_marginal_likelihood, p.include_noise, p.Xnew, self.jitter, self.alpha, self.chol, self.targets
         )
-
-
-def _gram_and_blocks_at(kernel: Kernel, X: np.ndarray, predict_at) -> tuple:
-    """(K(X, X), (X*, K(X, X*), K(X*, X*)) or None): the blocks of one evaluation on X and X* = `predict_at` stacked, where
-    `predict_at` is given and (n + m)² ≤ JOINT_MAX_PAIRS; else K(X, X) alone."""
-    if predict_at is None:
-        return kernel.evaluate(X), None
-    points = as_inputs(predict_at, "Xnew")
-    same_columns(X, points, "X", "Xnew")
-    n = len(X)
-    if (n + len(points)) ** 2 > JOINT_MAX_PAIRS:
-        return kernel.evaluate(X), None
-    K = kernel.evaluate(np.vstack([X, points]))  # [[K(X, X), K(X, X*)], [K(X*, X), K(X*, X*)]]
-    return K[:n, :n], (points, K[:n, n:], K[n:, n:])
 
 
 _NUMERICAL_FAILURE = (

@@ -92,54 +92,66 @@ def _counting_kernel_evaluations(monkeypatch) -> list:
     return calls
 
 
-ARD_KERNEL = 1.3 * K.RBF([0.6, 1.1, 0.8]) * K.Periodic(1.7, 0.9) + 0.3 * K.Linear() + K.Constant(0.2)
-
-
-@pytest.mark.parametrize("kernel, d", [(KERNEL, 1), (bk.kernels.PRML(1.2, 9.0, 0.4, 0.3), 1), (ARD_KERNEL, 3)])
-def test_a_gp_told_where_it_will_predict_evaluates_its_kernel_once_and_predicts_the_same(monkeypatch, kernel, d):
+@pytest.mark.parametrize("kernel", [KERNEL, bk.kernels.PRML(1.2, 9.0, 0.4, 0.3), 1.3 * K.RBF(0.6) * K.Periodic(1.7, 0.9) + K.Matern32(0.4)])
+def test_a_gp_told_where_it_will_predict_evaluates_its_kernel_once_and_predicts_the_same(monkeypatch, kernel):
     """The posterior draws' loop conditions with `predict_at`: one kernel evaluation on X and X* stacked gives K(X, X),
-    K(X, X*), K(X*, X*) and the draws' prior variance, instead of four."""
+    K(X, X*), K(X*, X*) and the draws' prior variance, instead of four. Each entry k(xᵢ, xⱼ) of these kernels is the
+    same arithmetic on the same two inputs whichever points are evaluated with them, so every number is the same to the bit."""
     rng = np.random.default_rng(7)
-    Xd, Xs = rng.uniform(-2, 2, (30, d)), rng.uniform(-2.5, 2.5, (17, d))
-    yd = np.sin(Xd.sum(axis=1)) + 0.1 * rng.standard_normal(30)
+    Xd, Xs = rng.uniform(-2, 2, (30, 1)), rng.uniform(-2.5, 2.5, (17, 1))
+    yd = np.sin(3 * Xd[:, 0]) + 0.1 * rng.standard_normal(30)
     apart = bk.gp.ExactGP(kernel, Xd, yd, 0.2)
     calls = _counting_kernel_evaluations(monkeypatch)
     joint = bk.gp.ExactGP(kernel, Xd, yd, 0.2, predict_at=Xs)
-    p = joint.predict(Xs, full_cov=True)
+    p = joint.predict(Xs.copy(), full_cov=True)  # (equal points, another array)
     f = joint.draws_from(p, 3, np.random.default_rng(0))
     assert calls == [47]  # once, on the 30 + 17 points
     q = apart.predict(Xs, full_cov=True)
-    # each entry k(xᵢ, xⱼ) is the same elementwise arithmetic on the same inputs, so the blocks are K(X, X) etc. bit for
-    # bit; only a dot product over d > 1 columns (Linear) may be summed in another order by BLAS for another matrix
-    # size, a few ε·max|K| per entry, which the solves amplify by at most cond(C): 8ε·cond(C)·max|K| bounds it
-    scale = np.max(np.abs(kernel.evaluate(np.vstack([Xd, Xs]))))
-    tol = dict(rtol=0, atol=0) if d == 1 else dict(rtol=0, atol=8 * np.finfo(float).eps * np.linalg.cond(apart.chol) ** 2 * scale)
-    np.testing.assert_allclose(joint.chol, apart.chol, **tol)
-    np.testing.assert_allclose(p.mean, q.mean, **tol)
-    np.testing.assert_allclose(p.cov, q.cov, **tol)
-    np.testing.assert_allclose(f, apart.draws_from(q, 3, np.random.default_rng(0)), **tol)
-    assert joint.log_marginal_likelihood == pytest.approx(apart.log_marginal_likelihood, rel=0 if d == 1 else 1e-12)
-    # elsewhere, and without the full covariance, it evaluates as a GP that was not told
+    np.testing.assert_array_equal(joint.chol, apart.chol)
+    assert joint.log_marginal_likelihood == apart.log_marginal_likelihood
+    for ours, theirs in [(p.mean, q.mean), (p.cov, q.cov), (f, apart.draws_from(q, 3, np.random.default_rng(0)))]:
+        np.testing.assert_array_equal(ours, theirs)
+    # at other points of the same shape, and without the full covariance, it evaluates as a GP that was not told
     calls.clear()
-    other = XNEW[:5].repeat(d, axis=1)
-    np.testing.assert_allclose(joint.predict(other, full_cov=True).cov, apart.predict(other, full_cov=True).cov, **tol)
-    np.testing.assert_allclose(joint.predict(Xs).var, apart.predict(Xs).var, **tol)
-    assert calls == [30, 5, 30, 5, 30, 17, 30, 17]  # K(X, ·), then K(·, ·) or its diagonal: joint, then apart, each time
+    other = Xs[::-1] + 0.1
+    np.testing.assert_array_equal(joint.predict(other, full_cov=True).cov, apart.predict(other, full_cov=True).cov)
+    np.testing.assert_array_equal(joint.predict(Xs).var, apart.predict(Xs).var)
+    assert calls == [30, 17, 30, 17, 30, 17, 30, 17]  # K(X, ·), then K(·, ·) or its diagonal: joint, then apart, each time
 
 
-def test_a_large_problem_told_where_it_will_predict_evaluates_apart(monkeypatch):
-    """Beyond JOINT_MAX_PAIRS one call's saving no longer pays for computing K(X*, X) too: four evaluations as before."""
-    n = int(np.sqrt(bk.gp.JOINT_MAX_PAIRS)) - 9  # (n + 10)² just above the limit
+def test_the_points_a_gp_was_told_are_its_own_copy():
+    """A caller's array changed in place after conditioning is a new set of points, not the blocks' (they were copied)."""
+    Xs = XNEW[:7].copy()
+    joint = bk.gp.ExactGP(KERNEL, X, Y, 0.2, predict_at=Xs)
+    Xs += 0.3
+    np.testing.assert_array_equal(joint.predict(Xs, full_cov=True).cov, bk.gp.ExactGP(KERNEL, X, Y, 0.2).predict(Xs, full_cov=True).cov)
+
+
+@pytest.mark.parametrize("m, d, together", [(216, 1, True), (217, 1, False), (10, 3, False)])
+def test_a_gp_told_where_it_will_predict_evaluates_apart_beyond_the_limit_or_on_several_columns(monkeypatch, m, d, together):
+    """(n + m)² = JOINT_MAX_PAIRS is evaluated together, one point more apart; inputs of several columns always apart
+    (their distances may be scaled by the largest |x| evaluated with them). Apart, as before: four evaluations."""
+    n = int(np.sqrt(bk.gp.JOINT_MAX_PAIRS)) - 216  # 40 training points: (40 + 216)² = 65 536
     rng = np.random.default_rng(2)
-    Xd, Xs = rng.uniform(-2, 2, (n, 1)), np.linspace(-2, 2, 10)[:, None]
+    Xd, Xs = rng.uniform(-2, 2, (n, d)), rng.uniform(-2, 2, (m, d))
+    kernel = K.RBF(0.7) + K.Constant(0.3)
     calls = _counting_kernel_evaluations(monkeypatch)
-    joint = bk.gp.ExactGP(KERNEL, Xd, np.sin(Xd[:, 0]), 0.2, predict_at=Xs)
+    joint = bk.gp.ExactGP(kernel, Xd, np.sin(Xd[:, 0]), 0.2, predict_at=Xs)
     joint.draws_from(joint.predict(Xs, full_cov=True), 1, np.random.default_rng(0))
-    assert (n + 10) ** 2 > bk.gp.JOINT_MAX_PAIRS and calls == [n, n, 10, 10]
+    assert calls == ([n + m] if together else [n, n, m, m])
+
+
+def test_an_overflow_at_the_prediction_points_is_reported_by_the_prediction():
+    """The stacked evaluation overflows at X* only: conditioning falls back to K(X, X) alone, which is finite, and the
+    prediction at X* reports the overflow as predictions do (Xnew too large), not the training data."""
+    joint = bk.gp.ExactGP(KERNEL, X, Y, 0.2, predict_at=np.array([[1e160]]))
+    assert joint.log_marginal_likelihood == bk.gp.ExactGP(KERNEL, X, Y, 0.2).log_marginal_likelihood
+    with pytest.raises(ValueError, match="Xnew is too large"):
+        joint.predict(np.array([[1e160]]), full_cov=True)
 
 
 def test_prediction_points_of_another_dimension_are_named():
-    with pytest.raises(ValueError, match="Xnew"):
+    with pytest.raises(ValueError, match="predict_at"):
         bk.gp.ExactGP(KERNEL, X, Y, 0.2, predict_at=np.zeros((3, 2)))
 
 
