@@ -243,18 +243,17 @@ class ExactGP(Conditioned):
         """(K(X, X), _Blocks or None): one evaluation on X and X* = `predict_at` stacked where that pays (1-D inputs,
         (n + m)² ≤ JOINT_MAX_PAIRS), else K(X, X) alone; also alone where the stacked evaluation overflows, so that an
         overflow at X* is reported by the prediction there."""
-        if predict_at is None:
-            return self.kernel.evaluate(self.X), None
-        points = np.array(as_inputs(predict_at, "predict_at"))  # (a copy)
-        same_columns(self.X, points, "X", "predict_at")
-        n = len(self.X)
-        if points.shape[1] > 1 or (n + len(points)) ** 2 > JOINT_MAX_PAIRS:
-            return self.kernel.evaluate(self.X), None
-        try:
-            K = self.kernel.evaluate(np.vstack([self.X, points]))  # [[K(X, X), K(X, X*)], [K(X*, X), K(X*, X*)]]
-        except NonFiniteError:
-            return self.kernel.evaluate(self.X), None
-        return K[:n, :n], _Blocks(points, K[:n, n:], K[n:, n:])
+        if predict_at is not None:
+            points = np.array(as_inputs(predict_at, "predict_at"))  # (a copy)
+            same_columns(self.X, points, "X", "predict_at")
+            n = len(self.X)
+            if points.shape[1] == 1 and (n + len(points)) ** 2 <= JOINT_MAX_PAIRS:
+                try:
+                    K = self.kernel.evaluate(np.vstack([self.X, points]))  # [[K(X, X), K(X, X*)], [K(X*, X), K(X*, X*)]]
+                    return K[:n, :n], _Blocks(points, K[:n, n:], K[n:, n:])
+                except NonFiniteError:
+                    pass  # (an overflow at X*: K(X, X) alone below, and the prediction at X* reports it)
+        return self.kernel.evaluate(self.X), None
 
     def _blocks_at(self, Xnew) -> _Blocks | None:
         """The blocks of the evaluation at conditioning when Xnew are its points X*, else None."""

@@ -26,6 +26,11 @@ CROSS_DIFFERENCE_COLUMNS = 2
 _LARGEST = np.finfo(np.float64).max  # a numpy float64: a Python float would be tried as float32 first
 
 
+def _per_column(value, d: int):
+    """One value per input column: a scalar repeated over the d columns, or the d given ones."""
+    return pt.ones((d,), dtype="float64") * value
+
+
 def scaled_sqdist(X, Xs, lengthscale):
     """r²ᵢⱼ = Σₖ ((xᵢₖ − x′ⱼₖ)/ℓₖ)², the squared distance in length scales, exact at any offset of X.
 
@@ -36,7 +41,7 @@ def scaled_sqdist(X, Xs, lengthscale):
     r² overflows (every kernel here is 0 there). The gradient is that of the formula, exactly.
     """
     d = X.type.shape[1]
-    ell = pt.ones((d,), dtype="float64") * lengthscale  # ℓₖ, a scalar ℓ repeated over the d columns
+    ell = _per_column(lengthscale, d)
     if d <= (DIFFERENCE_COLUMNS if Xs is None else CROSS_DIFFERENCE_COLUMNS):
         return _sum_of_squares(_column_differences(X, X if Xs is None else Xs, d), ell)
     return _sqdist_from_gram(X, Xs, ell)
@@ -46,7 +51,7 @@ def paired_scaled_sqdist(X, rows, cols, lengthscale):
     """r²ᵢ = Σₖ ((x_rows[i],k − x_cols[i],k)/ℓₖ)² for each pair i: `scaled_sqdist`'s entries at (rows, cols), the same
     numbers to the bit for d ≤ `DIFFERENCE_COLUMNS` (read off the matrix above it)."""
     d = X.type.shape[1]
-    ell = pt.ones((d,), dtype="float64") * lengthscale
+    ell = _per_column(lengthscale, d)
     if d <= DIFFERENCE_COLUMNS:
         return _sum_of_squares(_paired_differences(X, rows, cols, d), ell)
     return _sqdist_from_gram(X, None, ell)[rows, cols]
@@ -267,14 +272,14 @@ class Periodic(_PyMCStationary):
     def _sqdist_of_differences(self, differences: list, p):
         """r² = Σₖ sin²(π(xₖ − x′ₖ)/T) / ℓₖ² from the differences xₖ − x′ₖ (one tensor per column), elementwise."""
         d = len(differences)
-        period = pt.ones((d,), dtype="float64") * p["period"]
+        period = _per_column(p["period"], d)
         folded = []
         for k, diff in enumerate(differences):
             # sin² is even and T-periodic: fold |x − x′| into [0, T/2] exactly (fmod is exact, and
             # T − u is exact for u ≥ T/2 by Sterbenz), so that π·u/T is never formed from a huge u
             u = pt.mod(pt.abs(diff), period[k])
             folded.append(pt.sin(np.pi * pt.minimum(u, period[k] - u) / period[k]))
-        return _sum_of_squares(folded, pt.ones((d,), dtype="float64") * p["lengthscale"])
+        return _sum_of_squares(folded, _per_column(p["lengthscale"], d))
 
     def _full(self, X, Xs, p):
         d = X.type.shape[1]
