@@ -5,7 +5,6 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import xarray as xr
@@ -13,7 +12,7 @@ import xarray as xr
 from bayeskern import blr, checks, cv, gp
 from bayeskern._compile import draw
 from bayeskern.datasets import Data
-from bayeskern.fit import check_chains_moved, compare_eb_mcmc, diagnose, empirical_bayes, mcmc, predictive_bands
+from bayeskern.fit import empirical_bayes, mcmc, predictive_bands
 from bayeskern.checks.approximation import AUDIT_POINTS, subsample_rows
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit.warning import FitWarning
@@ -160,6 +159,10 @@ def _collect_cv(result: Analysis, pending: tuple, say: Callable) -> None:
 
 def _sample(result: Analysis, obs_name: str, Xgrid, say: Callable, progressbar: bool) -> None:
     """MCMC over the chosen candidate's hyperparameters, its diagnostics, PSIS-LOO, bands, and EB against it."""
+    import arviz as az  # ArviZ (~1 s to import) only where a chain is summarised: a fit without MCMC needs none of it
+
+    from bayeskern.fit import check_chains_moved, compare_eb_mcmc, diagnose
+
     settings, chosen = result.spec.mcmc, result.chosen
     say(f"MCMC ({settings.sampler}): {settings.chains} chains × {settings.tune} tuning + {settings.draws} draws …")
     started = time.perf_counter()

@@ -63,6 +63,25 @@ def test_import_bayeskern_leaves_arviz_and_plotting_for_first_use():
     assert done.returncode == 0, done.stderr
 
 
+def test_a_run_sends_its_cross_validation_before_it_imports_arviz_or_plotting(tmp_path):
+    """On a cluster the fold fits are sent once the spec is read and its models built: the report's plotting stack and
+    ArviZ (~1 s to import) wait for the figures, and a run without MCMC needs no ArviZ until then."""
+    code = (
+        "import sys, bayeskern.cli as cli, bayeskern.analysis as an\n"
+        "spec, _ = cli.prepare('benchmarks/cv_400.toml', sys.argv[1])\n"
+        "sent = []\n"
+        "an._start_cv = lambda *a, **k: sent.append([m for m in ('arviz', 'matplotlib', 'scipy.stats') if m in sys.modules]) or 1 / 0\n"
+        "try:\n"
+        "    an.run_analysis(spec)\n"
+        "except ZeroDivisionError:\n"
+        "    pass\n"
+        "assert sent == [[]], sent\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "report")], capture_output=True, text=True,
+                          timeout=300, cwd=PACKAGE.parent)
+    assert done.returncode == 0, done.stderr
+
+
 _NUMPY_MODE_FIT = """
 import sys, warnings
 import numpy as np, pymc as pm, bayeskern as bk

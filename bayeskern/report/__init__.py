@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 from bayeskern.report.document import blocks, to_html, to_markdown
-from bayeskern.report.figures import figures
 from bayeskern.report.results import results_tree, summary
 from bayeskern.report.writer import write_atomically
 
@@ -22,6 +21,8 @@ def write_report(analysis, folder, say=lambda message: None) -> Path:
 
 def report_files(analysis, say=lambda message: None) -> dict:
     """The report's files, relative name → text, bytes, or a function that writes the given path (results.nc)."""
+    from bayeskern.report.figures import figures  # matplotlib and ArviZ's plots (~1 s to import) when a report is drawn
+
     drawn = figures(analysis, say)
     tree = results_tree(analysis)
     names = ["index.html", "report.md", "results.nc", "summary.json"] + [f"figures/{n}" for n in drawn]
