@@ -199,6 +199,26 @@ def test_a_difference_that_overflows_leaves_the_other_pairs_exact(kernel, kref):
     np.testing.assert_allclose(kernel.evaluate(X), expected, rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize("far", [1e160, 1e200, 1e300])
+@pytest.mark.parametrize("kernel", [K.RBF(np.linspace(1.5, 4.0, 10)), K.Matern32(2.5)], ids=["rbf-ard", "matern32"])
+def test_a_far_point_leaves_the_near_pairs_of_the_gram_form_exact(kernel, far):
+    """Ten columns (the Gram form ‖z‖² + ‖z′‖² − 2zᵀz′, rescaled where ‖z‖² would overflow): one point `far` away
+    leaves every pair of the near points as it is without it (within 1e-12 relative: the Gram form's round-off is
+    ε·max‖z‖² ≈ 1e-14 here), and is 0 against them. A rescaling by max|z| made the near points' squares underflow, so
+    that from about 1e160 they were all at distance 0 (k = 1)."""
+    rng = np.random.default_rng(3)
+    X, Xs = rng.uniform(-2, 2, (30, 10)), rng.uniform(-2, 2, (12, 10))
+    with_far, far_point = np.vstack([X, Xs]), np.zeros((1, 10))
+    far_point[0, 4] = far
+    near = kernel.evaluate(with_far)
+    everything = kernel.evaluate(np.vstack([with_far, far_point]))
+    np.testing.assert_allclose(everything[:-1, :-1], near, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(everything[-1], np.eye(len(everything))[-1])
+    cross = kernel.evaluate(X, np.vstack([Xs, far_point]))
+    np.testing.assert_allclose(cross[:, :-1], kernel.evaluate(X, Xs), rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(cross[:, -1], 0.0)
+
+
 @pytest.mark.parametrize("make", [K.RBF, K.Matern52, lambda ell: K.RatQuad(2.0, ell), lambda ell: K.Periodic(1.0, ell)],
                          ids=["rbf", "matern52", "ratquad", "periodic"])
 @pytest.mark.parametrize("far", [1.0, 1e100, 1e300])

@@ -24,6 +24,9 @@ DIFFERENCE_COLUMNS = 8
 CROSS_DIFFERENCE_COLUMNS = 2
 
 _LARGEST = np.finfo(np.float64).max  # a numpy float64: a Python float would be tried as float32 first
+#: the Gram form rescales z = (x − x₁)/ℓ only where some |z| exceeds this, 2⁵⁰⁰ ≈ 3e150: below it ‖z‖² ≤ d·2¹⁰⁰⁰ cannot
+#: overflow, and the near points' squares, ~|z|²/s², stay normal floats unless the inputs span ~300 orders of magnitude
+GRAM_LIMIT = np.float64(2.0**500)
 
 
 def _per_column(value, d: int):
@@ -88,9 +91,10 @@ def _sqdist_from_gram(X, Xs, ell):
     c = X[0]
     Z = (X - c) / ell
     Zs = Z if Xs is None else (Xs - c) / ell
-    # y = z/s with s = max|z| keeps ‖y‖² ≤ d from overflowing; r² = s²·r²(y) does not depend on s,
-    # so no gradient flows through s
-    s = disconnected_grad(pt.maximum(pt.maximum(pt.max(pt.abs(Z)), pt.max(pt.abs(Zs))), 1.0))
+    # y = z/s with s = max(max|z|/GRAM_LIMIT, 1) keeps ‖y‖² ≤ d·GRAM_LIMIT² from overflowing, and rescales only where it
+    # would (by max|z| the near points' squares underflowed beside a point ~1e160 away); r² = s²·r²(y) does not
+    # depend on s, so no gradient flows through s
+    s = disconnected_grad(pt.maximum(pt.maximum(pt.max(pt.abs(Z)), pt.max(pt.abs(Zs))) / GRAM_LIMIT, 1.0))
     Y, Ys = Z / s, Zs / s
     sq, sq_s = pt.sum(pt.square(Y), axis=1), pt.sum(pt.square(Ys), axis=1)
     r2 = pt.clip(sq[:, None] + sq_s[None, :] - 2.0 * pt.dot(Y, Ys.T), 0.0, np.inf)  # ‖y‖² + ‖y′‖² − 2yᵀy′
