@@ -199,24 +199,45 @@ def test_a_difference_that_overflows_leaves_the_other_pairs_exact(kernel, kref):
     np.testing.assert_allclose(kernel.evaluate(X), expected, rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize("far", [1e160, 1e200, 1e300])
+@pytest.mark.parametrize("far", [1e8, 1e20, 1e160, 1e200, 1e300])
 @pytest.mark.parametrize("kernel", [K.RBF(np.linspace(1.5, 4.0, 10)), K.Matern32(2.5)], ids=["rbf-ard", "matern32"])
 def test_a_far_point_leaves_the_near_pairs_of_the_gram_form_exact(kernel, far):
-    """Ten columns (the Gram form ‖z‖² + ‖z′‖² − 2zᵀz′, rescaled where ‖z‖² would overflow): one point `far` away
-    leaves every pair of the near points as it is without it (within 1e-12 relative: the Gram form's round-off is
-    ε·max‖z‖² ≈ 1e-14 here), and is 0 against them. A rescaling by max|z| made the near points' squares underflow, so
-    that from about 1e160 they were all at distance 0 (k = 1)."""
+    """Ten columns (the Gram form ‖z‖² + ‖z′‖² − 2zᵀz′, rescaled where ‖z‖² would overflow): one point `far` away,
+    first or last, leaves every pair of the near points as it is without it (within 1e-12 relative: the Gram form's
+    round-off is ε·max‖z‖² ≈ 1e-14 here), and is 0 against them. A rescaling by max|z| made the near points' squares
+    underflow, so that from about 1e160 they were all at distance 0 (k = 1); centred on the first row, a far first
+    point spoilt them all from about 1e4 (0.37 off at 1e8)."""
     rng = np.random.default_rng(3)
     X, Xs = rng.uniform(-2, 2, (30, 10)), rng.uniform(-2, 2, (12, 10))
     with_far, far_point = np.vstack([X, Xs]), np.zeros((1, 10))
     far_point[0, 4] = far
     near = kernel.evaluate(with_far)
-    everything = kernel.evaluate(np.vstack([with_far, far_point]))
-    np.testing.assert_allclose(everything[:-1, :-1], near, rtol=1e-12, atol=0)
-    np.testing.assert_array_equal(everything[-1], np.eye(len(everything))[-1])
-    cross = kernel.evaluate(X, np.vstack([Xs, far_point]))
-    np.testing.assert_allclose(cross[:, :-1], kernel.evaluate(X, Xs), rtol=1e-12, atol=0)
-    np.testing.assert_array_equal(cross[:, -1], 0.0)
+    last = kernel.evaluate(np.vstack([with_far, far_point]))
+    np.testing.assert_allclose(last[:-1, :-1], near, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(last[-1], np.eye(len(last))[-1])
+    first = kernel.evaluate(np.vstack([far_point, with_far]))
+    np.testing.assert_allclose(first[1:, 1:], near, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(first[0], np.eye(len(first))[0])
+    for points in (np.vstack([Xs, far_point]), np.vstack([far_point, Xs])):
+        cross = kernel.evaluate(X, points)
+        near_columns = ~np.all(points == far_point, axis=1)
+        np.testing.assert_allclose(cross[:, near_columns], kernel.evaluate(X, Xs), rtol=1e-12, atol=0)
+        np.testing.assert_array_equal(cross[:, ~near_columns], 0.0)
+    far_rows = kernel.evaluate(np.vstack([far_point, X]), Xs)  # the centre comes from the first input set
+    np.testing.assert_allclose(far_rows[1:], kernel.evaluate(X, Xs), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("ell, far", [(1e-300, 1e10), (1e-10, 1e300)])
+def test_a_scaled_input_that_overflows_gives_the_identity_in_the_gram_form(ell, far):
+    """(x − c)/ℓ overflowing to ±∞ for one point: every pair is then 1e150 length scales apart or more, k = 0 off the
+    diagonal, as the direct differences of up to 8 columns give. It made the rescaling infinite and every r² 0, so
+    that K was all ones."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (5, 9))
+    X[-1, 0] = far
+    np.testing.assert_array_equal(K.RBF(ell).evaluate(X), np.eye(5))
+    np.testing.assert_array_equal(K.RBF(ell).evaluate(X[:, :8]), np.eye(5))  # (the direct differences: the same)
+    np.testing.assert_array_equal(K.RBF(ell).evaluate(X[:4, :3], X[[0, 4], :3]), [[1, 0], [0, 0], [0, 0], [0, 0]])
 
 
 @pytest.mark.parametrize("make", [K.RBF, K.Matern52, lambda ell: K.RatQuad(2.0, ell), lambda ell: K.Periodic(1.0, ell)],
