@@ -57,18 +57,32 @@ def _norm1_of_lower(M, shift: float = 0.0) -> float:
     return float((columns + rows - diagonal).max(initial=0.0))
 
 
-def _proven_well_conditioned(C_inv, anorm: float) -> bool:
-    """Whether C⁻¹ (potri's lower triangle, zeros above) proves 1/cond₁(C) = 1/(‖C‖₁‖C⁻¹‖₁) > RCOND_PROOF_MARGIN·n·ε,
-    given ‖C‖₁ = `anorm`. pocon's estimate bounds 1/cond₁ from above (it bounds ‖C⁻¹‖₁ from below), so it would pass
-    the n·ε test too. First from n · max (C⁻¹)ᵢᵢ ≥ ‖C⁻¹‖₁ (a positive definite M has |Mᵢⱼ| ≤ √(MᵢᵢMⱼⱼ)), O(n); where
-    that is too loose — ~60× for a smooth kernel's Gram with little noise — from ‖C⁻¹‖₁ itself, O(n²). Where either
-    proves it, cond₁(C) < 1/(16·n·ε), and C⁻¹'s round-off is far below the margin."""
+#: a factorised C has |Cᵢⱼ| ≤ DIAGONAL_BOUND · max Cₖₖ: UᵀU = C + ΔC with |ΔC| ≤ γₙ₊₁|Uᵀ||U| (Higham, Thm 10.3), and
+#: UᵀU and |Uᵀ||U| are at most √(MᵢᵢMⱼⱼ), M = UᵀU, so the factor is (1 + γ)/(1 − γ), γ = (n + 1)ε/(1 − (n + 1)ε): below
+#: 1.0001 for n up to 4e11. So n · DIAGONAL_BOUND · max Cₖₖ ≥ ‖C‖₁, in O(n) where ‖C‖₁ takes O(n²): n · max Cₖₖ is
+#: 1.02–1.19 × ‖C‖₁ for the additive kernel's Grams at n = 200 to 2000 (`bench_additive_kernel.py`'s fits)
+DIAGONAL_BOUND = 1.01
+
+
+def _proven_well_conditioned(C_inv, diagonal_max: float, anorm) -> bool:
+    """Whether C⁻¹ (potri's lower triangle, zeros above) proves 1/cond₁(C) = 1/(‖C‖₁‖C⁻¹‖₁) > RCOND_PROOF_MARGIN·n·ε.
+    pocon's estimate bounds 1/cond₁ from above (it bounds ‖C⁻¹‖₁ from below), so it would pass the n·ε test too.
+
+    `diagonal_max`: max Cᵢᵢ of the C that potrf factorised; `anorm()`: ‖C‖₁, asked for only where the bounds from
+    the diagonals prove nothing. First from n · max (C⁻¹)ᵢᵢ ≥ ‖C⁻¹‖₁ (a positive definite M has |Mᵢⱼ| ≤ √(MᵢᵢMⱼⱼ))
+    and n · DIAGONAL_BOUND · max Cᵢᵢ ≥ ‖C‖₁, O(n); then with ‖C‖₁ itself; where that is too loose — ~60× for a smooth
+    kernel's Gram with little noise — from ‖C⁻¹‖₁ itself, O(n²). Where any proves it, cond₁(C) < 1/(16·n·ε), and
+    C⁻¹'s round-off is far below the margin."""
     n = C_inv.shape[0]
     limit = 1.0 / (RCOND_PROOF_MARGIN * n * EPS)  # ‖C‖₁‖C⁻¹‖₁ below this proves it (n ≥ 1: LAPACK refuses n = 0)
     diagonal = np.diagonal(C_inv)
     if not np.all(np.isfinite(diagonal)):  # (a NaN proves nothing)
         return False
-    return bool(anorm * n * diagonal.max(initial=0.0) < limit or anorm * _norm1_of_lower(C_inv) < limit)
+    inverse_bound = n * diagonal.max(initial=0.0)  # ≥ ‖C⁻¹‖₁
+    if n * DIAGONAL_BOUND * diagonal_max * inverse_bound < limit:  # (a NaN diagonal_max proves nothing)
+        return True
+    norm1 = anorm()
+    return bool(norm1 * inverse_bound < limit or norm1 * _norm1_of_lower(C_inv) < limit)
 
 
 def _factor_scipy(K, noise_var: float, jitter: float):
@@ -104,24 +118,31 @@ def _factor_and_invert_scipy(K, t, noise_var: float, use_jitter: bool):
     n = K.shape[0]
     if n == 0:  # (LAPACK refuses an empty matrix: LDA ≥ 1; the Numba implementation's potrf fails likewise)
         return None
-    scale = (np.diagonal(K) + noise_var).mean()  # mean(diag C)
+    diagonal = np.diagonal(K) + noise_var  # diag C
+    scale = diagonal.mean()  # mean(diag C)
     scale_from_C = bool(np.isfinite(scale) and scale > 0.0)
     scale = scale if scale_from_C else 1.0
-    norm1 = _norm1_of_lower(K, noise_var)  # ‖C‖₁ for the condition test
+    largest = np.abs(diagonal).max(initial=0.0)  # max |Cᵢᵢ|
+    norm1 = []  # ‖C‖₁ for the condition test, once asked for: where the diagonals prove nothing
+
+    def anorm(jitter: float) -> float:  # ‖C + jitter·I‖₁
+        if not norm1:
+            norm1.append(_norm1_of_lower(K, noise_var))
+        return norm1[0] + jitter
+
     for step in [0.0] + (list(_JITTER_STEPS) if use_jitter else []):
         jitter = step * scale
         U = _factor_scipy(K, noise_var, jitter)
         if U is None:
             continue
-        anorm = norm1 + jitter  # ‖C + jitter·I‖₁
-        copy = _copy_for_pocon(U, anorm)
+        copy = _copy_for_pocon(U, n * DIAGONAL_BOUND * (largest + jitter))  # (≥ ‖C + jitter·I‖₁: a copy at least as often)
         # 1/cond₁(C) > n·ε, the rule of _linalg.cholesky (pocon's estimate), settled by C⁻¹ where it proves
         # 1/cond₁ > RCOND_PROOF_MARGIN·n·ε; else pocon is asked, as always
         log_det_half, alpha, C_inv = _solve_and_invert(U, t)
-        if not _proven_well_conditioned(C_inv, anorm):
+        if not _proven_well_conditioned(C_inv, largest + jitter, lambda: anorm(jitter)):
             if copy is None:  # (the lower bound was far from the limit, yet C⁻¹ proves nothing: C again)
                 copy = _factor_scipy(K, noise_var, jitter)
-            if copy is None or not lapack.dpocon(copy, anorm, uplo="U")[0] > n * EPS:  # (a NaN estimate fails)
+            if copy is None or not lapack.dpocon(copy, anorm(jitter), uplo="U")[0] > n * EPS:  # (a NaN estimate fails)
                 continue
         return C_inv, alpha, log_det_half, jitter, step if scale_from_C else 0.0
     return None
@@ -134,7 +155,8 @@ POCON_COPY_MARGIN = 64.0
 
 
 def _copy_for_pocon(U, anorm: float):
-    """A copy of U (in kept memory) where C⁻¹ may not prove C well conditioned, else None.
+    """A copy of U (in kept memory) where C⁻¹ may not prove C well conditioned, else None. `anorm` ≥ ‖C‖₁ (an upper
+    bound copies at least as often).
 
     Every Cholesky pivot Uᵢᵢ² is at least λ_min(C) (a Schur complement of a leading block, whose eigenvalues interlace
     C's), so 1/min Uᵢᵢ² ≤ ‖C⁻¹‖₂ ≤ ‖C⁻¹‖₁ and ‖C‖₁ / min Uᵢᵢ² ≤ cond₁(C).

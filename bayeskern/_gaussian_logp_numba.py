@@ -13,7 +13,7 @@ from pytensor.link.numba.cache import _call_cached_ptr
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.linalg._LAPACK import int_ptr_to_val, val_to_int_ptr
 
-from bayeskern._gaussian_logp import _JITTER_STEPS, GaussianLogp
+from bayeskern._gaussian_logp import _JITTER_STEPS, DIAGONAL_BOUND, GaussianLogp
 from bayeskern._linalg import EPS, LOG_2PI, RCOND_PROOF_MARGIN
 
 __all__ = ["_logp_and_gradients"]
@@ -66,9 +66,10 @@ def _norm1_of_lower(M, shift):
 
 
 @numba_basic.numba_njit(fastmath=False)
-def _proven_well_conditioned(A, anorm):
-    """`_gaussian_logp._proven_well_conditioned`, C⁻¹'s lower triangle in A's: n · max (C⁻¹)ᵢᵢ ≥ ‖C⁻¹‖₁ first, O(n);
-    ‖C⁻¹‖₁ itself where that is too loose, O(n²)."""
+def _proven_well_conditioned(A, diagonal_max, K, noise_var, norm1):
+    """`_gaussian_logp._proven_well_conditioned`, C⁻¹'s lower triangle in A's, `diagonal_max` = max Cᵢᵢ: n · max (C⁻¹)ᵢᵢ
+    ≥ ‖C⁻¹‖₁ and n · DIAGONAL_BOUND · max Cᵢᵢ ≥ ‖C‖₁ first, O(n); then ‖C‖₁ (of C = K + noise_var·I, computed into
+    norm1[0] if it is still negative), then ‖C⁻¹‖₁ itself, O(n²)."""
     n = A.shape[0]
     limit = 1.0 / (RCOND_PROOF_MARGIN * n * EPS)  # ‖C‖₁‖C⁻¹‖₁ below this proves 1/cond₁ > RCOND_PROOF_MARGIN·n·ε
     largest = 0.0
@@ -76,20 +77,25 @@ def _proven_well_conditioned(A, anorm):
         if not np.isfinite(A[i, i]):  # (a NaN proves nothing)
             return False
         largest = max(largest, A[i, i])
-    return anorm * n * largest < limit or anorm * _norm1_of_lower(A, 0.0) < limit
+    if n * DIAGONAL_BOUND * diagonal_max * (n * largest) < limit:
+        return True
+    if norm1[0] < 0.0:
+        norm1[0] = _norm1_of_lower(K, noise_var)
+    return norm1[0] * n * largest < limit or norm1[0] * _norm1_of_lower(A, 0.0) < limit
 
 
 @numba_basic.numba_njit(fastmath=False)
-def _scale_and_norm(K, noise_var):
-    """(mean diag C or 1.0, whether it came from C, ‖C‖₁) of C = K + noise_var·I from K's lower triangle."""
+def _scale_and_largest(K, noise_var):
+    """(mean diag C or 1.0, whether it came from C, max |Cᵢᵢ|) of C = K + noise_var·I from K's lower triangle."""
     n = K.shape[0]
-    scale = 0.0
+    scale, largest = 0.0, 0.0
     for i in range(n):
         scale += (K[i, i] + noise_var) / n
+        largest = max(largest, abs(K[i, i] + noise_var))
     scale_from_C = np.isfinite(scale) and scale > 0.0
     if not scale_from_C:
         scale = 1.0
-    return scale, scale_from_C, _norm1_of_lower(K, noise_var)  # ‖C‖₁ for the condition test
+    return scale, scale_from_C, largest if np.isfinite(scale) else np.inf  # (max skips a NaN; a sum does not: ∞ proves nothing)
 
 
 @numba_basic.numba_njit(fastmath=False)
@@ -129,7 +135,7 @@ def _solve_and_invert(A, t, alpha):
 
 
 @numba_basic.numba_njit(fastmath=False)
-def _factor_and_invert(K, t, noise_var, use_jitter, scale, norm1):
+def _factor_and_invert(K, t, noise_var, use_jitter, scale, largest):
     """(A, α, Σ log Uᵢᵢ, jitter, ok): C + jitter·I = UᵀU for the first of 0 and the `JITTER_STEPS` (relative to
     `scale`, with `use_jitter`) at which C is numerically positive definite, α = C⁻¹t, and C⁻¹'s lower triangle in A;
     ok False if none is.
@@ -146,17 +152,20 @@ def _factor_and_invert(K, t, noise_var, use_jitter, scale, norm1):
     work, iwork = np.empty(3 * n), np.empty(n, dtype=np.int32)
     uplo, N, info = val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
     A, alpha = np.empty((n, n)), np.empty(n)
+    norm1 = np.full(1, -1.0)  # ‖C‖₁ once computed (where the diagonals prove nothing)
     log_det_half = 0.0
     for attempt in range(1 + (_JITTER_STEPS.shape[0] if use_jitter else 0)):
         jitter = 0.0 if attempt == 0 else _JITTER_STEPS[attempt - 1] * scale
         if not _factor(A, K, noise_var, jitter):
             continue
         log_det_half = _solve_and_invert(A, t, alpha)
-        anorm[0] = norm1 + jitter
-        if _proven_well_conditioned(A, anorm[0]):
+        if _proven_well_conditioned(A, largest + jitter, K, noise_var, norm1):
             return A, alpha, log_det_half, jitter, True
         if not _factor(A, K, noise_var, jitter):  # (U again; fails only if the BLAS threads changed meanwhile)
             continue
+        if norm1[0] < 0.0:
+            norm1[0] = _norm1_of_lower(K, noise_var)
+        anorm[0] = norm1[0] + jitter  # ‖C + jitter·I‖₁
         _pocon(uplo, N, A.ctypes, N, anorm.ctypes, rcond.ctypes, work.ctypes, iwork.ctypes, info)
         if rcond[0] > n * EPS:
             log_det_half = _solve_and_invert(A, t, alpha)  # α and C⁻¹ of this U, into `alpha` and A
@@ -193,8 +202,8 @@ def _logp_and_gradients(K, t, noise_var, use_jitter):
     diagonal) are tried in turn and the one used is returned.
     """
     n = K.shape[0]
-    scale, scale_from_C, norm1 = _scale_and_norm(K, noise_var)
-    A, alpha, log_det_half, jitter, ok = _factor_and_invert(K, t, noise_var, use_jitter, scale, norm1)
+    scale, scale_from_C, largest = _scale_and_largest(K, noise_var)
+    A, alpha, log_det_half, jitter, ok = _factor_and_invert(K, t, noise_var, use_jitter, scale, largest)
     if not ok:
         return -np.inf, np.zeros((n, n)), np.zeros(n), 0.0
     # log p(t) = −½ tᵀα − Σ log Uᵢᵢ − n/2 log 2π   (R&W 2.30)
@@ -223,4 +232,4 @@ def _funcify_gaussian_logp(op, node, **kwargs):
         logp, d_K, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
         return np.asarray(logp), d_K, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 15  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
+    return gaussian_logp, 16  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk

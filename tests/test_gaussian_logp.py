@@ -125,29 +125,55 @@ def test_numba_and_scipy_implementations_agree_where_jitter_is_needed():
 
 
 def test_the_inverse_proves_only_what_numpy_confirms_and_proves_a_smooth_kernel_with_little_noise():
-    """`_proven_well_conditioned(C⁻¹, ‖C‖₁)` says yes only where 1/cond₁(C) from numpy's full inverse exceeds 16·n·ε, on
-    random positive definite matrices of every condition from 1 to 1e16. It says yes for the Gram of a smooth kernel with
-    little noise (RBF, ℓ = 0.2, σ² = 1e-8, n = 200: 1/cond₁ ~100 × that) where n · max (C⁻¹)ᵢᵢ alone is too loose a
-    bound on ‖C⁻¹‖₁ (there it takes ‖C⁻¹‖₁ itself). A NaN on the diagonal proves nothing."""
-    from bayeskern._gaussian_logp import _proven_well_conditioned
+    """`_proven_well_conditioned(C⁻¹, max Cᵢᵢ, ‖C‖₁)` says yes only where 1/cond₁(C) from numpy's full inverse exceeds
+    16·n·ε, on random positive definite matrices of every condition from 1 to 1e16. It says yes for the Gram of a smooth
+    kernel with little noise (RBF, ℓ = 0.2, σ² = 1e-8, n = 200: 1/cond₁ ~100 × that) where n · max (C⁻¹)ᵢᵢ alone is too
+    loose a bound on ‖C⁻¹‖₁ (there it takes ‖C⁻¹‖₁ itself). A NaN on the diagonal proves nothing. ‖C‖₁ is asked for
+    only where the bounds from the two diagonals prove nothing."""
+    from bayeskern._gaussian_logp import DIAGONAL_BOUND, _proven_well_conditioned
 
     eps = np.finfo(float).eps
     rng = np.random.default_rng(7)
+    asked, proven_by_diagonals = [], 0
     for _ in range(300):
         n = int(rng.integers(1, 40))
         Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
         C = (Q * np.logspace(0, -rng.uniform(0, 16), n)) @ Q.T
         C_inv = np.linalg.inv(C)
         norm1 = np.linalg.norm(C, 1)
-        if _proven_well_conditioned(np.tril(C_inv), norm1):
+        assert norm1 <= n * DIAGONAL_BOUND * C.diagonal().max()  # the bound of DIAGONAL_BOUND (|Cᵢⱼ| ≤ √(CᵢᵢCⱼⱼ))
+        before = len(asked)
+        if _proven_well_conditioned(np.tril(C_inv), C.diagonal().max(), lambda norm1=norm1: asked.append(n) or norm1):
             assert 1.0 / (norm1 * np.linalg.norm(C_inv, 1)) > 16 * n * eps
+            proven_by_diagonals += len(asked) == before
+    assert proven_by_diagonals > 50 and asked  # both ways taken
     x = np.linspace(0, 1, 200)
     C = np.exp(-0.5 * (x[:, None] - x[None, :]) ** 2 / 0.2**2) + 1e-8 * np.eye(200)
     C_inv, norm1 = np.linalg.inv(C), np.linalg.norm(C, 1)
     assert norm1 * 200 * np.diagonal(C_inv).max() * 16 * 200 * eps > 1  # the O(n) bound proves nothing here
     assert 1.0 / (norm1 * np.linalg.norm(C_inv, 1)) > 16 * 200 * eps  # but C is well enough conditioned
-    assert _proven_well_conditioned(np.tril(C_inv), norm1)
-    assert not _proven_well_conditioned(np.array([[1.0, 0.0], [0.0, np.nan]]), 1.0)
+    assert _proven_well_conditioned(np.tril(C_inv), 1.0 + 1e-8, lambda: norm1)
+    assert not _proven_well_conditioned(np.array([[1.0, 0.0], [0.0, np.nan]]), 1.0, lambda: 1.0)
+    assert not _proven_well_conditioned(np.eye(2), np.nan, lambda: np.nan)
+
+
+def test_a_well_conditioned_fit_computes_no_one_norm_of_c(monkeypatch):
+    """At n = 300 with noise 0.1 (cond₁ ≈ 1e3), max Cᵢᵢ and max (C⁻¹)ᵢᵢ prove C well conditioned: no O(n²) ‖C‖₁ is
+    computed (it was, at every evaluation), and the result is the same to the bit as where ‖C‖₁ is computed first."""
+    import bayeskern._gaussian_logp as op
+
+    x = np.linspace(0, 10, 300)
+    K = np.exp(-0.5 * (x[:, None] - x[None, :]) ** 2)
+    t = np.sin(x)
+    calls, norm = [], op._norm1_of_lower
+    monkeypatch.setattr(op, "_norm1_of_lower", lambda *a: calls.append(1) or norm(*a))
+    result = op._logp_and_gradients_scipy(K, t, 0.1, True)
+    assert calls == []
+    monkeypatch.setattr(op, "DIAGONAL_BOUND", np.inf)  # the diagonals prove nothing: ‖C‖₁ as before
+    again = op._logp_and_gradients_scipy(K, t, 0.1, True)
+    assert calls == [1]
+    for a, b in zip(result, again, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def _counting_pocon(monkeypatch):
