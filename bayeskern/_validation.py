@@ -11,7 +11,7 @@ from pytensor.graph.basic import Variable
 __all__ = [
     "NonFiniteError", "PACKAGE_DIR", "as_array", "as_inputs", "as_targets", "check_finite_result", "check_flag", "check_integer", "check_kernel", "check_model",
     "check_name", "check_number", "check_prior_cov", "check_probability", "check_seed", "check_sigma", "check_squarable", "check_weight_precision", "int_seed", "is_symbolic",
-    "numerical_failure", "offset_ratio", "rng_from", "same_columns",
+    "numerical_failure", "owned", "offset_ratio", "rng_from", "same_columns",
 ]
 
 #: the package's folder: warnings.warn(..., skip_file_prefixes=(PACKAGE_DIR,)) reports at the caller's first line outside it
@@ -58,6 +58,14 @@ def _data_array(value, name: str) -> np.ndarray:
     if is_symbolic(value):
         raise ValueError(f"{name} must be numeric data (a numpy array), not a PyTensor variable")
     return as_array(value, name)
+
+
+def owned(A: np.ndarray) -> np.ndarray:
+    """A read-only copy of the checked array A: what a model, a conditioned solver or a prediction keeps, so that the
+    caller writing into their array afterwards changes nothing it computes (scikit-learn's `copy_X_train`)."""
+    A = np.array(A, dtype=np.float64)
+    A.flags.writeable = False
+    return A
 
 
 def as_inputs(X, name: str = "X") -> np.ndarray:

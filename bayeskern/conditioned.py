@@ -12,7 +12,7 @@ from functools import cached_property
 import numpy as np
 
 from bayeskern._linalg import psd_factor
-from bayeskern._validation import as_inputs, check_finite_result, check_flag, check_integer, numerical_failure, rng_from, same_columns
+from bayeskern._validation import as_inputs, check_finite_result, check_flag, check_integer, numerical_failure, owned, rng_from, same_columns
 
 __all__ = ["Conditioned", "Prediction"]
 
@@ -104,7 +104,7 @@ class Conditioned(ABC):
                 cov = cov + self.sigma**2 * np.eye(len(Xnew))
         if cov is not None:
             cov[np.diag_indices_from(cov)] = var
-        return Prediction(mean, var, cov, include_noise, Xnew)
+        return Prediction(mean, var, cov, include_noise, owned(Xnew))  # (not the caller's array, which may change)
 
     @numerical_failure(PREDICTION_OVERFLOW)
     def sample(self, Xnew=None, n: int = 1, seed=None, include_noise: bool = False) -> np.ndarray:

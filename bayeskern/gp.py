@@ -16,7 +16,7 @@ from bayeskern._gaussian_logp import gaussian_logp
 from bayeskern._linalg import EPS, LOG_2PI, cho_solve, cholesky, loo_gaussian, minus_gram, psd_factor, psd_tolerance, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
-    NonFiniteError, as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure,
+    NonFiniteError, as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, owned,
     offset_ratio, same_columns,
 )
 from bayeskern.conditioned import Conditioned
@@ -41,8 +41,8 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, approx=None, **k
         from bayeskern.approx import check_approx  # here, not at import: an exact GP's process never loads the approximations
 
         return check_approx(approx, exact_allowed=True).marginal_likelihood(name, X, y, kernel, sigma, **kwargs)
-    name, X = check_name(name), as_inputs(X, "X")
-    y = as_targets(y, X.shape[0], "y")
+    name, X = check_name(name), owned(as_inputs(X, "X"))  # (kept by the likelihood's record: not the caller's array)
+    y = owned(as_targets(y, X.shape[0], "y"))
     kernel, sigma = check_kernel(kernel), check_sigma(sigma, allow_zero=False)
     # the data enter as shared variables, not constants: the compiled graph (cached on disk by
     # PyTensor) is then the same for every data set of this shape of model
@@ -303,8 +303,8 @@ def condition(kernel: Kernel, X, y, sigma, approx=None) -> Conditioned:
     `.sample(Xnew, n, seed)`: predictions reuse the factorisation. `approx`: an approximation of
     `bayeskern.approx` (`HSGP(m, c)`; then σ > 0) conditioned instead, behind the same interface.
     """
-    X = as_inputs(X, "X")
-    t = as_targets(y, X.shape[0], "y")
+    X = owned(as_inputs(X, "X"))  # (kept by the conditioned model: not the caller's array)
+    t = owned(as_targets(y, X.shape[0], "y"))
     kernel = check_kernel(kernel)
     if approx is not None:
         from bayeskern.approx import check_approx

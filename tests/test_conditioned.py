@@ -351,3 +351,34 @@ def test_fewer_points_than_features_need_no_jitter_where_c_is_well_conditioned()
         warnings.simplefilter("error")
         np.testing.assert_allclose(exact.weights_cov, np.eye(12) - Phi.T @ np.linalg.solve(C, Phi), rtol=0, atol=1e-9)
         assert exact.sample(XNEW / 5 + 0.5, n=3, seed=0).shape == (3, len(XNEW))
+
+
+def test_what_is_conditioned_on_is_a_copy_the_caller_cannot_change():
+    """A conditioned GP or BLR, a model's likelihood record and a prediction keep read-only copies of X, y and Xnew
+    (as scikit-learn's copy_X_train): the caller writing into their arrays afterwards changes no later prediction,
+    LOO value or fit. They kept the caller's arrays: the predictions then mixed the old factorisation with the new data."""
+    X, t = bk.datasets.sinusoid(25, 0.2, 0)
+    X, t = np.array(X, dtype=float), np.array(t, dtype=float)
+    Xnew = np.linspace(-0.2, 1.2, 7)[:, None]
+    kernel, features = bk.kernels.RBF(0.3), bk.features.Polynomial(3)
+    gp, blr = bk.gp.condition(kernel, X, t, 0.2), bk.blr.condition(features, X, t, 0.2, 1.0)
+    with pm.Model() as model:
+        ell = pm.HalfNormal("ell", 1.0)
+        bk.gp.marginal_likelihood("y", X=X, y=t, kernel=bk.kernels.RBF(ell), sigma=0.2)
+    before = [(m.predict(Xnew, full_cov=True), m.loo_log_predictive) for m in (gp, blr)]
+    kept = gp.predict(Xnew)
+    X += 5.0
+    t[:] = 0.0
+    Xnew *= 3.0
+    for m, (p, loo) in zip((gp, blr), before, strict=True):
+        again = m.predict(p.Xnew, full_cov=True)
+        np.testing.assert_array_equal(again.mean, p.mean)
+        np.testing.assert_array_equal(again.cov, p.cov)
+        np.testing.assert_array_equal(m.loo_log_predictive, loo)
+        assert not m.X.flags.writeable
+    np.testing.assert_array_equal(kept.Xnew, np.linspace(-0.2, 1.2, 7)[:, None])
+    X0, t0 = bk.datasets.sinusoid(25, 0.2, 0)
+    eb = bk.fit.empirical_bayes(model, restarts=1, seed=0)  # on the data the model was built with, as its graph holds them
+    direct = bk.gp.condition(bk.kernels.RBF(eb.params["ell"]), X0, t0, 0.2)
+    assert eb.log_marginal_likelihood == pytest.approx(direct.log_marginal_likelihood, rel=1e-12, abs=1e-12)
+    np.testing.assert_array_equal(eb.conditioned.X, np.asarray(X0, dtype=float).reshape(-1, 1))
