@@ -128,7 +128,8 @@ def loo_gaussian(L: np.ndarray, t: np.ndarray, alpha: np.ndarray) -> tuple[np.nd
     d = np.diag(C_inv).copy()  # [C⁻¹]ᵢᵢ (the diagonal is written whichever triangle is)
     mean = t - alpha / d
     var = 1.0 / d
-    log_density = -0.5 * LOG_2PI + 0.5 * np.log(d) - 0.5 * alpha**2 / d  # log N(tᵢ | μᵢ, σᵢ²), (tᵢ − μᵢ)² = αᵢ²/dᵢ²
+    # log N(tᵢ | μᵢ, σᵢ²), (tᵢ − μᵢ)²/σᵢ² = αᵢ²/dᵢ = αᵢ·(αᵢ/dᵢ): no αᵢ² that overflows where the density does not
+    log_density = -0.5 * LOG_2PI + 0.5 * np.log(d) - 0.5 * alpha * (alpha / d)
     return mean, var, log_density
 
 

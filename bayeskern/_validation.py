@@ -341,8 +341,12 @@ def check_finite_result(values, what: str | Callable[[], str]) -> np.ndarray:
 
 
 def _finite_fields(result) -> bool:
-    """Whether every float field of a result record (or a bare array) is finite."""
-    values = [getattr(result, f.name) for f in dataclasses.fields(result)] if dataclasses.is_dataclass(result) else [result]
+    """Whether every float field of a result record, a conditioned model's log p(t) (an attribute of every
+    `bayeskern.conditioned.Conditioned`), or a bare array is finite."""
+    if dataclasses.is_dataclass(result):
+        values = [getattr(result, f.name) for f in dataclasses.fields(result)]
+    else:
+        values = [getattr(result, "log_marginal_likelihood", result)]
     return all(np.all(np.isfinite(v)) for v in values if isinstance(v, float | np.ndarray) and np.asarray(v).dtype.kind == "f")
 
 

@@ -390,7 +390,7 @@ class WeightSpaceBLR(Conditioned):
             parts.append((d, r))
         d, r = (np.concatenate(p) for p in zip(*parts))
         # μᵢ = tᵢ − [C⁻¹t]ᵢ/[C⁻¹]ᵢᵢ, σᵢ² = 1/[C⁻¹]ᵢᵢ (R&W 5.12), log N(tᵢ | μᵢ, σᵢ²) (R&W 5.10)
-        return self.targets - r / d, 1.0 / d, -0.5 * LOG_2PI + 0.5 * np.log(d) - 0.5 * r**2 / d
+        return self.targets - r / d, 1.0 / d, -0.5 * LOG_2PI + 0.5 * np.log(d) - 0.5 * r * (r / d)  # (no r² to overflow)
 
     def prior_variance(self, Xnew) -> float:
         return float(np.max(np.sum(_times_factor(design_matrix(self.features, Xnew), self._prior_chol) ** 2, axis=1), initial=0.0))

@@ -16,7 +16,7 @@ from bayeskern._gaussian_logp import gaussian_logp
 from bayeskern._linalg import EPS, LOG_2PI, cho_solve, cholesky, loo_gaussian, minus_gram, psd_factor, psd_tolerance, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
-    NonFiniteError, as_inputs, as_targets, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, owned,
+    NonFiniteError, as_inputs, as_targets, check_finite_result, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, owned,
     offset_ratio, same_columns,
 )
 from bayeskern.conditioned import Conditioned
@@ -113,7 +113,8 @@ class GPPosterior(Posterior):
 
     @cached_property
     def loo_log_predictive(self) -> np.ndarray:
-        return loo_gaussian(self.chol, self.targets, self.alpha)[2]
+        log_density = loo_gaussian(self.chol, self.targets, self.alpha)[2]
+        return check_finite_result(log_density, "the leave-one-out log density log p(tᵢ | t₋ᵢ) of the targets y")
 
 
 #: inputs farther from 0 than this many standard deviations sit "far from zero" (`offset_ratio`)
@@ -232,7 +233,8 @@ class ExactGP(Conditioned):
         _warn_if_offset_spoils(kernel, X, K, sigma)
         self.alpha = cho_solve(self.chol, t)  # α = C⁻¹t
         # log p(t) = −½ tᵀC⁻¹t − ½ log|C| − n/2 log 2π, with log|C| = 2 Σ log Lᵢᵢ
-        lml = -0.5 * t @ self.alpha - np.sum(np.log(np.diag(self.chol))) - 0.5 * len(X) * LOG_2PI
+        with np.errstate(over="ignore", invalid="ignore"):  # (an overflow is refused by the public functions, by name)
+            lml = -0.5 * t @ self.alpha - np.sum(np.log(np.diag(self.chol))) - 0.5 * len(X) * LOG_2PI
         self.log_marginal_likelihood = float(lml)
 
     @property
@@ -250,7 +252,8 @@ class ExactGP(Conditioned):
             if points.shape[1] == 1 and (n + len(points)) ** 2 <= JOINT_MAX_PAIRS:
                 try:
                     K = self.kernel.evaluate(np.vstack([self.X, points]))  # [[K(X, X), K(X, X*)], [K(X*, X), K(X*, X*)]]
-                    return K[:n, :n], _Blocks(points, K[:n, n:], K[n:, n:])
+                    # the blocks contiguous, as apart: a strided K(X, X*) takes another BLAS path, last bits apart
+                    return K[:n, :n], _Blocks(points, np.ascontiguousarray(K[:n, n:]), np.ascontiguousarray(K[n:, n:]))
                 except NonFiniteError:
                     pass  # (an overflow at X*: K(X, X) alone below, and the prediction at X* reports it)
         return self.kernel.evaluate(self.X), None

@@ -119,6 +119,18 @@ def test_a_gp_told_where_it_will_predict_evaluates_its_kernel_once_and_predicts_
     assert calls == [30, 17, 30, 17, 30, 17, 30, 17]  # K(X, ·), then K(·, ·) or its diagonal: joint, then apart, each time
 
 
+@pytest.mark.parametrize("kernel", [K.RBF(0.3), K.Polynomial(3, c=1.0), K.Linear() + K.RBF(0.3)], ids=["rbf", "poly3", "linear+rbf"])
+def test_a_few_told_points_predict_the_same_to_the_bit(kernel):
+    """Two points X*: the blocks of the stacked evaluation are contiguous, as K(X, X*) apart is, so BLAS takes the same
+    path for kᵀα and L⁻¹k (a strided block made the mean 1.4e-14 apart for the cubic)."""
+    Xs = np.array([[0.5], [0.7]])
+    joint, apart = bk.gp.ExactGP(kernel, X, Y, 0.2, predict_at=Xs), bk.gp.ExactGP(kernel, X, Y, 0.2)
+    p, q = joint.predict(Xs, full_cov=True), apart.predict(Xs, full_cov=True)
+    np.testing.assert_array_equal(p.mean, q.mean)
+    np.testing.assert_array_equal(p.cov, q.cov)
+    np.testing.assert_array_equal(joint.sample(Xs, 4, 3), apart.sample(Xs, 4, 3))
+
+
 def test_the_points_a_gp_was_told_are_its_own_copy():
     """A caller's array changed in place after conditioning is a new set of points, not the blocks' (they were copied)."""
     Xs = XNEW[:7].copy()
@@ -382,3 +394,24 @@ def test_what_is_conditioned_on_is_a_copy_the_caller_cannot_change():
     direct = bk.gp.condition(bk.kernels.RBF(eb.params["ell"]), X0, t0, 0.2)
     assert eb.log_marginal_likelihood == pytest.approx(direct.log_marginal_likelihood, rel=1e-12, abs=1e-12)
     np.testing.assert_array_equal(eb.conditioned.X, np.asarray(X0, dtype=float).reshape(-1, 1))
+
+
+@pytest.mark.parametrize("kind, condition", [("gp", lambda X, t: bk.gp.condition(K.RBF(0.3), X, t, 0.01)),
+                                             ("blr", lambda X, t: bk.blr.condition(bk.features.Polynomial(3), X, t, 0.01, 1.0))])
+def test_huge_targets_give_finite_loo_densities_or_a_named_error(kind, condition):
+    """Targets ×s, s = 1e152: log p(s·tᵢ | s·t₋ᵢ) = −½ log 2π + ½ log dᵢ − s²·αᵢ²/(2dᵢ) (dᵢ = [C⁻¹]ᵢᵢ, α = C⁻¹t: the LOO
+    variance does not depend on t, the mean scales with it), about −1e306, representable; αᵢ² alone overflowed, giving −inf
+    silently through gp.posterior and a NonFiniteError elsewhere. Checked against that identity on the unscaled fit (to
+    1e-12: a few roundings). ×1e154: log p(t) itself overflows: a ValueError naming y, where condition() returned NaN."""
+    X, t = bk.datasets.sinusoid(25, 0.2, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (jitter)
+        _, var, base = condition(X, t).loo
+        huge = condition(X, t * 1e152).loo_log_predictive
+        constant = -0.5 * np.log(2 * np.pi) - 0.5 * np.log(var)
+        np.testing.assert_allclose(huge / 1e304, base - constant, rtol=1e-12)
+        if kind == "gp":  # gp.posterior's own LOO property, which had no finiteness check
+            posterior = bk.gp.posterior(K.RBF(0.3), X, t * 1e152, 0.01, X[:3]).loo_log_predictive
+            np.testing.assert_array_equal(posterior, huge)
+        with pytest.raises(ValueError, match=r"\by\b"):
+            condition(X, t * 1e154)
