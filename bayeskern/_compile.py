@@ -262,6 +262,11 @@ def _exp(x: np.ndarray, out: np.ndarray) -> None:
     np.copyto(out, 0.0, where=zero)
 
 
+#: Elemwise's Python `perform` refuses a node of more operands (inputs and output) than numpy's frompyfunc takes; a sum
+#: or product of more (a Periodic kernel on 16 columns, a sum of 32 kernels) is folded by `_IntoOneArray` instead
+ELEMWISE_MAX_OPERANDS = 32
+
+
 class _IntoOneArray(Elemwise):
     """An Elemwise whose numpy `perform` writes its result into one array: the input it may destroy (PyTensor's in-place
     rewrite marked it), else a new one; a variadic Add or Mul folds left to right into it.
@@ -276,7 +281,8 @@ class _IntoOneArray(Elemwise):
 
     def perform(self, node, inputs, output_storage):
         largest = max(np.size(x) for x in inputs)  # (a result as large by broadcasting alone: the same)
-        if largest < ONE_ARRAY_MIN_SIZE and (reused_arrays.depth == 0 or largest < REUSE_MIN_SIZE):
+        small = largest < ONE_ARRAY_MIN_SIZE and (reused_arrays.depth == 0 or largest < REUSE_MIN_SIZE)
+        if small and len(inputs) + 1 <= ELEMWISE_MAX_OPERANDS:  # (beyond, Elemwise's perform refuses: the fold below)
             return super().perform(node, inputs, output_storage)
         variadic = isinstance(self.scalar_op, Add | Mul) and len(inputs) > 2
         self._check_runtime_broadcast(node, inputs)
@@ -305,10 +311,12 @@ def _elemwise_into_one_array(fgraph, node):
     """`_IntoOneArray` for an Elemwise of one float output computed by a numpy ufunc on operands of its own dtype (no type
     promotion to follow), after the in-place rewrites have chosen what it may destroy."""
     op = node.op
-    if type(op) is not Elemwise or len(node.outputs) != 1 or not op.nfunc_spec or len(node.inputs) + 1 > 32:
+    if type(op) is not Elemwise or len(node.outputs) != 1 or not op.nfunc_spec:
         return None
     ufunc = getattr(np, op.nfunc_spec[0], None)
     variadic = isinstance(op.scalar_op, Add | Mul) and len(node.inputs) > 2
+    if len(node.inputs) + 1 > ELEMWISE_MAX_OPERANDS and not variadic:  # (a fold takes any number of operands)
+        return None
     nin = 3 if isinstance(op.scalar_op, _OrderedClip) else ufunc.nin if isinstance(ufunc, np.ufunc) and ufunc.nout == 1 else None
     if nin is None or not (variadic or len(node.inputs) == op.nfunc_spec[1] == nin):  # (np.clip: its ufunc behind a function)
         return None

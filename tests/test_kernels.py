@@ -524,3 +524,14 @@ def test_arccosine_is_exact_for_nearly_parallel_inputs(order):
     np.testing.assert_allclose(K, ref.arccosine(X, X, order), rtol=1e-14, atol=1e-15)  # numpy, Kahan's formula too
     lam = np.linalg.eigvalsh(K)
     assert lam[0] >= -1e-14 * lam[-1], lam
+
+
+def test_kernels_of_more_than_31_terms_evaluate_in_numpy_mode():
+    """A Periodic kernel on 16 columns and a sum of 40 kernels make elementwise sums of 32 or more operands, which
+    Elemwise's Python `perform` refuses (NotImplementedError); the numpy mode folds them. Against numpy's formula (the
+    Periodic, within RTOL/ATOL) and the kernels evaluated one by one (the sum, within RTOL: its order of summation)."""
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-2, 2, (6, 16))
+    np.testing.assert_allclose(K.Periodic(1.3, 0.9).evaluate(X), ref.periodic(X, X, 1.3, 0.9), rtol=RTOL, atol=ATOL)
+    terms = [K.Linear() * float(i + 1) for i in range(40)]
+    np.testing.assert_allclose(sum(terms[1:], terms[0]).evaluate(X[:, :2]), sum(k.evaluate(X[:, :2]) for k in terms), rtol=1e-13)
