@@ -7,7 +7,14 @@ from bayeskern._linalg import EPS
 from bayeskern.kernels.base import Kernel
 from bayeskern.kernels.stationary import DIFFERENCE_COLUMNS, _column_differences
 
-__all__ = ["ArcCosine", "angular_cosine", "arccos_J", "kahan_angle"]
+__all__ = ["ArcCosine", "angular_cosine", "arccos_J", "kahan_angle", "zero_safe_sqrt"]
+
+
+def zero_safe_sqrt(s):
+    """√s for s ≥ 0, its gradient 0 where s = 0 rather than ∞·0 = NaN: the same values (√s·1, and 0 at 0). A zero input
+    with σ_b = 0 has S(x, x) = 0 for every σ_w, so 0 is the derivative there."""
+    positive = pt.gt(s, 0.0)
+    return pt.sqrt(pt.switch(positive, s, 1.0)) * positive
 
 
 def angular_cosine(S, s1, s2, same: bool):
@@ -19,7 +26,7 @@ def angular_cosine(S, s1, s2, same: bool):
     inputs), so that arccos does not turn a round-off of ε in cos θ into √ε in θ; for the same reason
     |cos θ| ≥ 1 − 8ε is rounded to ±1 (parallel inputs).
     """
-    n1, n2 = pt.sqrt(s1), pt.sqrt(s2)
+    n1, n2 = zero_safe_sqrt(s1), zero_safe_sqrt(s2)
     denom = n1[:, None] * n2[None, :]
     positive = pt.gt(denom, 0.0)
     cos = pt.switch(positive, S / pt.switch(positive, denom, 1.0), 0.0)
@@ -54,7 +61,7 @@ def kahan_angle(X, Xs, s1, s2):
     0 and π, where arccos(cos θ) turns a round-off of ε in cos θ into √ε in θ (then K₀ is not PSD to round-off).
     Sums over the columns of differences, no cancellation; exactly symmetric for Xs = X with θ = 0 on the diagonal.
     θ = π/2 where x or x′ is 0 (the convention of `angular_cosine`). `s1`, `s2`: ‖x‖², ‖x′‖²."""
-    n1, n2 = pt.sqrt(s1), pt.sqrt(s2)
+    n1, n2 = zero_safe_sqrt(s1), zero_safe_sqrt(s2)
     U, Us = X / pt.switch(pt.gt(n1, 0.0), n1, 1.0)[:, None], Xs / pt.switch(pt.gt(n2, 0.0), n2, 1.0)[:, None]
     d = X.type.shape[1]
     minus = sum(pt.square(t) for t in _column_differences(U, Us, d))  # ‖u − u′‖²

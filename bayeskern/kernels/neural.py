@@ -4,7 +4,7 @@ import numpy as np
 import pytensor.tensor as pt
 
 from bayeskern._validation import check_integer, check_number
-from bayeskern.kernels.arccosine import angular_cosine, arccos_J
+from bayeskern.kernels.arccosine import angular_cosine, arccos_J, zero_safe_sqrt
 from bayeskern.kernels.base import Kernel
 
 __all__ = ["NNGP", "NTK"]
@@ -38,7 +38,7 @@ def _relu_recursion(X, Xs, p, depth: int, ntk: bool):
     for _ in range(depth):
         cos = angular_cosine(S, s1, s2, same)
         # E[relu(u) relu(v)] = (1/2π)√(Σ(x,x)Σ(x′,x′)) J₁(θ);  E[relu′(u) relu′(v)] = J₀(θ)/(2π)
-        S_new = sb2 + sw2 * pt.sqrt(s1[:, None] * s2[None, :]) * arccos_J(1, cos) / (2 * np.pi)
+        S_new = sb2 + sw2 * zero_safe_sqrt(s1[:, None] * s2[None, :]) * arccos_J(1, cos) / (2 * np.pi)
         if ntk:
             T = S_new + sw2 * T * arccos_J(0, cos) / (2 * np.pi)  # Θˡ = Σˡ + σ_w² Θˡ⁻¹ Σ̇ˡ
         S = S_new
