@@ -415,3 +415,19 @@ def test_conditioning_on_a_basis_short_of_pymcs_rule_warns_where_the_error_is_la
         bk.gp.condition(bk.kernels.RBF(0.3), X, t, sigma=0.2, approx=bk.approx.HSGP(m=120, c=2.0))
         short = bk.checks.approximation_error(bk.kernels.RBF(0.3), bk.approx.HSGP(m=120, c=1.5), X, t, sigma=0.2)
     assert not short.passed and short.mean_error > 0.1
+
+
+def test_an_automatic_basis_converges_for_huge_targets_without_a_false_warning():
+    """Targets ×1e150: |log p| ~ 1e290, whose round-off alone moves it by far more than 0.05 nats between bases; the
+    basis stops growing once log p moves by less than 1e-12 of itself (BASIS_LML_ROUNDOFF), below m = M_MAX, without the
+    warning that it had not converged (it warned at m = 432), and predicts as the exact GP (to 1e-10 relative)."""
+    rng = np.random.default_rng(8)
+    X = np.sort(rng.uniform(-2, 2, 100))
+    t = (np.sin(2 * X) + 0.2 * rng.standard_normal(100)) * 1e150
+    k = 1.5 * bk.kernels.RBF(0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hsgp = bk.gp.condition(k, X, t, 0.2, approx=bk.approx.HSGP())
+    exact = bk.gp.condition(k, X, t, 0.2)
+    assert max(hsgp.features.m) < 432
+    np.testing.assert_allclose(hsgp.predict(X).mean, exact.predict(X).mean, rtol=1e-10, atol=1e-10 * np.abs(t).max())

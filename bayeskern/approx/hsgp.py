@@ -44,6 +44,9 @@ PRIOR_DRAWS = 2000
 #: finer basis changes log p(t | θ) by at most this many nats (`_converged`): PyMC's rule bounds the error of k, and
 #: at a high signal-to-noise ratio that error still moves the evidence (−30 nats at the rule for ℓ = range/1.2, n = 1000)
 BASIS_LML_TOL = 0.05
+#: ... or by its round-off where that is larger: a change below this fraction of |log p| (targets ×1e150 give |log p| ~
+#: 1e290, whose last bits move by 1e275 nats between bases that agree to 2e-14)
+BASIS_LML_ROUNDOFF = 1e-12
 #: the two larger bases log p is compared in, as (m factor, L factor) and a name: resolution (m doubled in the same box),
 #: then room at the edges (the box widened 1.5× with 1.5× the functions: the same highest frequency)
 LARGER_BASES = (((2.0, 1.0), "doubling m"), ((1.5, 1.5), "a 1.5× wider box with 1.5× the functions"))
@@ -367,13 +370,18 @@ def _converged(record: "HSGPLikelihood") -> "HSGPLikelihood":
     here = (record.condition().log_marginal_likelihood, record)
     while True:
         step = _lml(here[1], _scaled(here[1].basis, *finer))
-        if abs(step[0] - here[0]) <= BASIS_LML_TOL:
+        if not _moved(here[0], step[0]):
             step = _lml(here[1], _scaled(here[1].basis, *wider))
-            if abs(step[0] - here[0]) <= BASIS_LML_TOL:
+            if not _moved(here[0], step[0]):
                 return here[1]
         if not _within_cap(here, step):
             return here[1]
         here = step
+
+
+def _moved(lml: float, other: float) -> bool:
+    """Whether log p(t | θ) moved from `lml` to `other` by more than BASIS_LML_TOL nats and more than its round-off."""
+    return abs(other - lml) > max(BASIS_LML_TOL, BASIS_LML_ROUNDOFF * abs(lml))
 
 
 def _size(basis: HilbertBasis) -> int:
@@ -486,7 +494,7 @@ class HSGPLikelihood(KernelLikelihood):
             bigger = _scaled(self.basis, *factors)
             if max(bigger.m) <= M_MAX[len(bigger.m)]:
                 change = _lml(self, bigger)[0] - here
-                if abs(change) > BASIS_LML_TOL:
+                if _moved(here, here + change):
                     moved.append(f"{what} changes it by {change:+.3g}")
         if not moved:
             return []
