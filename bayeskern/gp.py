@@ -251,12 +251,12 @@ class ExactGP(Conditioned):
             n = len(self.X)
             if points.shape[1] == 1 and (n + len(points)) ** 2 <= JOINT_MAX_PAIRS:
                 try:
-                    K = self.kernel.evaluate(np.vstack([self.X, points]))  # [[K(X, X), K(X, X*)], [K(X*, X), K(X*, X*)]]
+                    K = self.kernel._values(np.vstack([self.X, points]))  # [[K(X, X), K(X, X*)], [K(X*, X), K(X*, X*)]]
                     # the blocks contiguous, as apart: a strided K(X, X*) takes another BLAS path, last bits apart
                     return K[:n, :n], _Blocks(points, np.ascontiguousarray(K[:n, n:]), np.ascontiguousarray(K[n:, n:]))
                 except NonFiniteError:
                     pass  # (an overflow at X*: K(X, X) alone below, and the prediction at X* reports it)
-        return self.kernel.evaluate(self.X), None
+        return self.kernel._values(self.X), None  # (X checked; the factorisation reads K's lower triangle only)
 
     def _blocks_at(self, Xnew) -> _Blocks | None:
         """The blocks of the evaluation at conditioning when Xnew are its points X*, else None."""

@@ -83,8 +83,9 @@ class Kernel(Parameterised):
     def full(self, X, Xs=None):
         """The symbolic covariance matrix K(X, Xs) (Xs = X when not given).
 
-        K(X, X) is made symmetric to the bit, ½(K + Kᵀ): Numba's fastmath may round k(xᵢ, xⱼ) and
-        k(xⱼ, xᵢ) differently.
+        K(X, X) is ½(K + Kᵀ): Numba's fastmath may round k(xᵢ, xⱼ) and k(xⱼ, xᵢ) differently. Where PyTensor proves the
+        graph symmetric (it reorders a commutative product) it drops that average, and the two may then differ in the
+        last bit; `evaluate` mirrors its result, and `lower_triangle` evaluates each pair once.
         """
         X, Xs = _input_tensor(X, "X"), _input_tensor(Xs, "Xs")
         self._check_dims(X.type.shape[1], None if Xs is None else Xs.type.shape[1])
@@ -128,9 +129,10 @@ class Kernel(Parameterised):
     def evaluate(self, X, Xs=None, diag: bool = False) -> np.ndarray:
         """K(X, Xs) as a numpy array (n, m); X is (n, d), a 1-D X means d = 1.
 
-        With `diag=True`, the vector k(xᵢ, xᵢ) (n,). The graph is compiled once per kernel
-        structure and input dimension; hyperparameter values are fed in, so kernels that differ only
-        in their numbers share one compiled function.
+        With `diag=True`, the vector k(xᵢ, xᵢ) (n,). K(X, X) is symmetric to the bit, its upper triangle mirrored from
+        the lower: k(xᵢ, xⱼ) and k(xⱼ, xᵢ) sit at different places in memory, where numpy's vectorised and scalar loops
+        (of tanh, sin, …) may round them apart. The graph is compiled once per kernel structure and input dimension;
+        hyperparameter values are fed in, so kernels that differ only in their numbers share one compiled function.
         """
         X = as_inputs(X, "X")
         Xs = None if Xs is None else as_inputs(Xs, "Xs")
@@ -138,7 +140,8 @@ class Kernel(Parameterised):
             same_columns(X, Xs, "X", "Xs")
         diag = check_flag(diag, "diag")
         self._check_dims(X.shape[1], None)
-        return self._values(X, Xs, diag)
+        K = self._values(X, Xs, diag)
+        return K if diag or Xs is not None else np.where(np.tri(len(K), dtype=bool), K, K.T)
 
     def _values(self, X: np.ndarray, Xs: np.ndarray | None = None, diag: bool = False) -> np.ndarray:
         """`evaluate` for inputs already checked (float64 (n, d), same d, dimensions accepted): the solvers' path,
