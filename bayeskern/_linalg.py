@@ -40,14 +40,16 @@ def psd_tolerance(eigenvalues, scale: float | None = None) -> float:
     return float(PSD_ROUNDOFF * len(lam) * EPS * s)
 
 
-def cholesky(A: np.ndarray, name: str = "matrix", before_jitter: Callable[[], None] | None = None) -> tuple[np.ndarray, float]:
+def cholesky(A: np.ndarray, name: str = "matrix", before_jitter: Callable[[], None] | None = None,
+             noise_var: float | None = None) -> tuple[np.ndarray, float]:
     """Lower Cholesky factor L of A = L Lᵀ and the jitter added to the diagonal (0.0 if none).
 
     The one factorisation rule of the package (the marginal likelihood's Op applies the same one in
     Numba): a factorisation of a matrix singular to round-off (LAPACK's estimate 1/cond₁ ≤ n·ε) counts
     as failed, its log-determinant would be noise. After a failure `before_jitter` is called (it may
     raise, e.g. a ValueError for a kernel that is not PSD, which jitter would only hide); then jitter is
-    tried in the steps of `JITTER_STEPS` relative to the mean diagonal, announced with a RuntimeWarning.
+    tried in the steps of `JITTER_STEPS` relative to the mean diagonal, announced with a RuntimeWarning (which compares it
+    with `noise_var`, σ², where A holds one).
     """
     L = exact_cholesky(A)
     if L is not None:
@@ -60,7 +62,7 @@ def cholesky(A: np.ndarray, name: str = "matrix", before_jitter: Callable[[], No
             f"{name} is not positive definite, even with jitter up to {jitter:.3g} "
             f"on the diagonal: check that the kernel is positive semi-definite and the diagonal term of {name} positive"
         )
-    announce_jitter(name, jitter)
+    announce_jitter(name, jitter, noise_var)
     return L, jitter
 
 
@@ -79,9 +81,20 @@ def escalate_jitter(factor_at: Callable[[float], object], scale: float) -> tuple
     return None, JITTER_STEPS[-1] * scale
 
 
-def announce_jitter(name: str, jitter: float) -> None:
-    """The RuntimeWarning every factorisation gives when it needed jitter."""
-    warnings.warn(f"{name} is not numerically positive definite; added jitter {jitter:.3g} to its diagonal", RuntimeWarning, stacklevel=4)
+#: jitter above this fraction of σ² changes what is computed, not only its round-off: the warning then says so
+JITTER_CHANGES_NOISE = 0.01
+
+
+def announce_jitter(name: str, jitter: float, noise_var: float | None = None) -> None:
+    """The RuntimeWarning every factorisation gives when it needed jitter; with the noise variance σ² of the matrix, how
+    the jitter compares with it (a jitter of σ² or more is a model with noise σ² + jitter)."""
+    message = f"{name} is not numerically positive definite; added jitter {jitter:.3g} to its diagonal"
+    if noise_var is not None:
+        ratio = jitter / noise_var if noise_var > 0 else np.inf
+        message += f" ({ratio:.3g} × sigma²)" if np.isfinite(ratio) else " (sigma = 0)"
+        if ratio > JITTER_CHANGES_NOISE:
+            message += ": the results are those of noise variance sigma² + jitter"
+    warnings.warn(message, RuntimeWarning, stacklevel=4)
 
 
 def exact_cholesky(A: np.ndarray, jitter: float = 0.0) -> np.ndarray | None:

@@ -236,7 +236,7 @@ def _factor_precision(
         with_noise = lambda j: exact_cholesky(np.eye(len(gram)) + gram / (sigma**2 + j)) if j <= negligible else None  # noqa: E731
         LB, jitter = escalate_jitter(with_noise, jitter_scale(np.trace(gram) / len(t) + sigma**2))  # mean diag C = tr(ΨᵀΨ)/n + σ²
         if LB is not None:
-            announce_jitter("Phi Sigma Phi^T + sigma^2 I", jitter)
+            announce_jitter("Phi Sigma Phi^T + sigma^2 I", jitter, sigma**2)
             return LB, jitter
     raise ValueError(
         f"the features {features!r} of X are too ill-conditioned for float64: {matrix} "

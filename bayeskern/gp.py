@@ -229,7 +229,7 @@ class ExactGP(Conditioned):
         K, self._blocks = self._gram(predict_at)  # X is checked here once; predictions reuse it unchecked
         C = K + sigma**2 * np.eye(len(X))  # C_N = K + β⁻¹I   (PRML 6.62)
         _refuse_duplicates_without_noise(X, C, sigma)
-        self.chol, self.jitter = cholesky(C, "K + sigma^2 I", before_jitter=lambda: _refuse_non_psd(kernel, X, K))
+        self.chol, self.jitter = cholesky(C, "K + sigma^2 I", before_jitter=lambda: _refuse_non_psd(kernel, X, K), noise_var=sigma**2)
         _warn_if_offset_spoils(kernel, X, K, sigma)
         self.alpha = cho_solve(self.chol, t)  # α = C⁻¹t
         # log p(t) = −½ tᵀC⁻¹t − ½ log|C| − n/2 log 2π, with log|C| = 2 Σ log Lᵢᵢ

@@ -217,3 +217,22 @@ def test_gp_posterior_keeps_jitter_for_a_nearly_singular_psd_kernel():
         post = bk.gp.posterior(K.RBF(1.0), X, np.sin(X), sigma=0.0)
     assert post.jitter > 0.0
 
+
+
+def test_the_jitter_warning_compares_the_jitter_with_the_noise():
+    """A jitter of 859 σ² (a cubic's rank-4 kernel with an outlier, σ = 1e-4) makes the posterior that of noise σ² + jitter
+    (its variances ~860× too large, a review found): the warning says so, with the ratio; with σ = 0 it says σ = 0;
+    below 1 % of σ² it gives the ratio alone."""
+    from bayeskern._linalg import announce_jitter
+
+    rng = np.random.default_rng(11)
+    X = np.r_[rng.uniform(-1, 1, 30), 8.0]
+    t = np.sin(2 * X) + 0.3 * np.cos(7 * X)
+    kernel = bk.kernels.FeatureKernel(bk.features.Monomials(degree=3), 10.0)
+    with pytest.warns(RuntimeWarning, match=r"added jitter 8\.59e-06 to its diagonal \(859 × sigma²\): the results are those of noise variance sigma² \+ jitter"):
+        bk.gp.condition(kernel, X, t, 1e-4)
+    with pytest.warns(RuntimeWarning, match=r"\(sigma = 0\): the results are those of noise variance"):
+        bk.gp.condition(kernel, X, t, 0.0)
+    with pytest.warns(RuntimeWarning) as caught:
+        announce_jitter("C", 1e-9, 1e-6)
+    assert str(caught[0].message).endswith("added jitter 1e-09 to its diagonal (0.001 × sigma²)")
