@@ -78,11 +78,12 @@ def _proven_well_conditioned(C_inv, diagonal_max: float, anorm) -> bool:
     diagonal = np.diagonal(C_inv)
     if not np.all(np.isfinite(diagonal)):  # (a NaN proves nothing)
         return False
-    inverse_bound = n * diagonal.max(initial=0.0)  # ≥ ‖C⁻¹‖₁
-    if n * DIAGONAL_BOUND * diagonal_max * inverse_bound < limit:  # (a NaN diagonal_max proves nothing)
+    largest = diagonal.max(initial=0.0)  # n · max (C⁻¹)ᵢᵢ ≥ ‖C⁻¹‖₁
+    # (the products left to right, each norm bound times n first: n · max (C⁻¹)ᵢᵢ alone overflows for a C of 1e-300)
+    if n * DIAGONAL_BOUND * diagonal_max * n * largest < limit:  # (a NaN diagonal_max proves nothing)
         return True
     norm1 = anorm()
-    return bool(norm1 * inverse_bound < limit or norm1 * _norm1_of_lower(C_inv) < limit)
+    return bool(norm1 * n * largest < limit or norm1 * _norm1_of_lower(C_inv) < limit)
 
 
 def _factor_scipy(K, noise_var: float, jitter: float):

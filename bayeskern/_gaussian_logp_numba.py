@@ -77,7 +77,7 @@ def _proven_well_conditioned(A, diagonal_max, K, noise_var, norm1):
         if not np.isfinite(A[i, i]):  # (a NaN proves nothing)
             return False
         largest = max(largest, A[i, i])
-    if n * DIAGONAL_BOUND * diagonal_max * (n * largest) < limit:
+    if n * DIAGONAL_BOUND * diagonal_max * n * largest < limit:  # (left to right: n · max (C⁻¹)ᵢᵢ alone may overflow)
         return True
     if norm1[0] < 0.0:
         norm1[0] = _norm1_of_lower(K, noise_var)
@@ -232,4 +232,4 @@ def _funcify_gaussian_logp(op, node, **kwargs):
         logp, d_K, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
         return np.asarray(logp), d_K, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 16  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
+    return gaussian_logp, 17  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk

@@ -431,3 +431,13 @@ def test_an_automatic_basis_converges_for_huge_targets_without_a_false_warning()
     exact = bk.gp.condition(k, X, t, 0.2)
     assert max(hsgp.features.m) < 432
     np.testing.assert_allclose(hsgp.predict(X).mean, exact.predict(X).mean, rtol=1e-10, atol=1e-10 * np.abs(t).max())
+
+
+def test_a_log_p_that_is_not_finite_has_not_settled_in_the_basis():
+    """`_moved`: 0.05 nats or 1e-12 of log p, whichever is larger; a NaN or infinite log p counts as moved (the basis
+    keeps growing, as before the relative floor: max(0.05, 1e-12·∞) let −∞ pass as settled, a review found)."""
+    from bayeskern.approx.hsgp import _moved
+
+    assert not _moved(-1e3, -1e3 + 0.04) and _moved(-1e3, -1e3 + 0.06)
+    assert not _moved(-1e290, -1e290 * (1 + 1e-14)) and _moved(-1e290, -1e290 * (1 + 1e-11))
+    assert _moved(np.nan, -1.0) and _moved(-1.0, np.nan) and _moved(-np.inf, -np.inf) and _moved(-1.0, -np.inf)

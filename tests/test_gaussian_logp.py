@@ -1,5 +1,7 @@
 """The marginal-likelihood Op (bayeskern._gaussian_logp): value and gradients against scipy and central differences, failed factorisations."""
 
+import warnings
+
 import numpy as np
 import pytensor.tensor as pt
 import pytest
@@ -350,3 +352,20 @@ def test_the_scipy_implementation_reads_only_the_lower_triangle_and_writes_zeros
     G = 0.5 * (np.outer(alpha, alpha) - C_inv)
     expected = np.tril(2 * G, -1) + np.diag(np.diag(G))
     np.testing.assert_allclose(out[1], expected, rtol=0, atol=1e-9 * np.abs(expected).max())
+
+
+def test_a_gram_of_1e_300_is_accepted_at_the_same_jitter_by_both_implementations():
+    """K = 1e-300 · ones(5, 5): max (C⁻¹)ᵢᵢ ~ 1e308, so n · max (C⁻¹)ᵢᵢ alone overflows. The condition test multiplies
+    left to right (‖C‖₁ · n · max), as before the diagonal bound: the SciPy path accepted a jitter ten times larger (a
+    logp ten times smaller) when it formed that product first. Both paths, to the bit (∂/∂K overflows in both: ααᵀ)."""
+    from bayeskern._gaussian_logp import _logp_and_gradients_scipy
+    from bayeskern._gaussian_logp_numba import _logp_and_gradients
+
+    K, t = np.full((5, 5), 1e-300), np.random.default_rng(0).standard_normal(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        scipy_out = _logp_and_gradients_scipy(K, t, 0.0, True)
+    numba_out = _logp_and_gradients(K, t, 0.0, True)
+    assert scipy_out[3] == numba_out[3] == pytest.approx(1e-308)
+    for a, b in zip(scipy_out, numba_out, strict=True):
+        np.testing.assert_array_equal(a, b)

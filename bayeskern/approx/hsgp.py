@@ -380,8 +380,10 @@ def _converged(record: "HSGPLikelihood") -> "HSGPLikelihood":
 
 
 def _moved(lml: float, other: float) -> bool:
-    """Whether log p(t | θ) moved from `lml` to `other` by more than BASIS_LML_TOL nats and more than its round-off."""
-    return abs(other - lml) > max(BASIS_LML_TOL, BASIS_LML_ROUNDOFF * abs(lml))
+    """Whether log p(t | θ) moved from `lml` to `other` by more than BASIS_LML_TOL nats and more than its round-off; a
+    log p that is not finite has not settled."""
+    threshold = max(BASIS_LML_TOL, BASIS_LML_ROUNDOFF * abs(lml))
+    return not (np.isfinite(threshold) and abs(other - lml) <= threshold)  # (NaN: moved)
 
 
 def _size(basis: HilbertBasis) -> int:
