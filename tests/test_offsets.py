@@ -317,3 +317,19 @@ def test_blr_model_far_from_zero_warns_and_says_to_centre():
         bk.blr.likelihood("y", u - u.mean(), t, bk.features.Polynomial(3), prior_cov=1.0, sigma=SIGMA, collapsed=True)
         centers = 1e6 + np.linspace(u.min(), u.max(), 5)
         bk.blr.likelihood("z", 1e6 + u, t, bk.features.GaussianBasis(centers, 0.5), prior_cov=1.0, sigma=SIGMA, collapsed=True)
+
+
+@pytest.mark.parametrize("x, x_other, period", [(1e8, 0.3, 1.0), (1e12 + 0.1, 0.1, 1.0), (1e15 + 0.2, 0.1, 1.0),
+                                                (9007199254740994.0, 0.5, 3.0), (1e308, -1e308, 1.0), (1e308, 0.25, 0.7)])
+def test_periodic_is_exact_for_inputs_far_apart(x, x_other, period):
+    """Each input reduced modulo T before the two are subtracted: k(x, x′) against the difference reduced exactly in
+    rational arithmetic (fractions.Fraction of the two floats and T), then sin² in float64, within 1e-15 relative. With
+    x − x′ formed first the phase carried its rounding: 4e-9 off at 1e8, 0.2 at 9e15, and ±1e308 overflowed."""
+    from fractions import Fraction
+
+    u = (Fraction(x) - Fraction(x_other)) % Fraction(period)  # in [0, T), exactly
+    u = float(min(u, Fraction(period) - u))
+    expected = np.exp(-0.5 * np.sin(np.pi * u / period) ** 2 / 0.9**2)
+    K_ = K.Periodic(period, 0.9).evaluate(np.array([[x]]), np.array([[x_other]]))
+    np.testing.assert_allclose(K_[0, 0], expected, rtol=1e-15)
+    np.testing.assert_allclose(K.Periodic(period, 0.9).evaluate(np.array([[x], [x_other]]))[0, 1], expected, rtol=1e-15)

@@ -270,11 +270,10 @@ class Periodic(_PyMCStationary):
     """k(x, x′) = exp(−½ Σⱼ sin²(π(xⱼ − x′ⱼ)/T) / ℓ²), PyMC's `Periodic` (period T).
 
     PyMC's convention has ½ in the exponent where scikit-learn's `ExpSineSquared` has 2: the same
-    kernel has ℓ = ℓ_sklearn / 2. x − x′ is reduced modulo T exactly before π·(x − x′)/T is formed,
-    so k stays right for differences of any size (k(1e200, 0) = 1 for T = 1). The difference itself is
-    exact where x and x′ are within a factor 2 of each other (Sterbenz: inputs offset far from 0 and
-    close together); otherwise it carries its rounding, up to ε·max(|x|, |x′|), into the phase: ε·|x|/T
-    of a period (k(1e8 + 0.3, 0.3)… is 4e-9 off for T = 1, k(1e15, 0.1) 3e-2).
+    kernel has ℓ = ℓ_sklearn / 2. Each input is reduced modulo T exactly (fmod) before the two are
+    subtracted and π·(x − x′)/T is formed, so k stays right for inputs of any size: the phase is off by
+    at most ε·T, a rounding of the reduced difference (k(1e200, 0) = 1 for T = 1; k(1e8 + 0.3, 0.3) was 4e-9
+    off, and k(1e15, 0.1) 3e-2, when x − x′ was formed first, and ±1e308 overflowed).
     """
 
     _pymc_class = pm.gp.cov.Periodic
@@ -283,25 +282,31 @@ class Periodic(_PyMCStationary):
     def __init__(self, period, lengthscale):
         super().__init__(lengthscale, period=period)
 
+    @staticmethod
+    def _reduced(X, p):
+        """Each input modulo its column's period, in [0, T) (fmod is exact): x − x′ ≡ (x mod T) − (x′ mod T)."""
+        return pt.mod(X, _per_column(p["period"], X.type.shape[1])[None, :])
+
     def _sqdist_of_differences(self, differences: list, p):
-        """r² = Σₖ sin²(π(xₖ − x′ₖ)/T) / ℓₖ² from the differences xₖ − x′ₖ (one tensor per column), elementwise."""
+        """r² = Σₖ sin²(π(xₖ − x′ₖ)/T) / ℓₖ² from the differences of the reduced inputs (one tensor per column, in
+        (−T, T)), elementwise."""
         d = len(differences)
         period = _per_column(p["period"], d)
         folded = []
         for k, diff in enumerate(differences):
-            # sin² is even and T-periodic: fold |x − x′| into [0, T/2] exactly (fmod is exact, and
-            # T − u is exact for u ≥ T/2 by Sterbenz), so that π·u/T is never formed from a huge u
-            u = pt.mod(pt.abs(diff), period[k])
+            # sin² is even and T-periodic: fold |x − x′| < T into [0, T/2] (T − u is exact for u ≥ T/2 by Sterbenz)
+            u = pt.abs(diff)
             folded.append(pt.sin(np.pi * pt.minimum(u, period[k] - u) / period[k]))
         return _sum_of_squares(folded, _per_column(p["lengthscale"], d))
 
     def _full(self, X, Xs, p):
         d = X.type.shape[1]
-        r2 = self._sqdist_of_differences(_column_differences(X, X if Xs is None else Xs, d), p)
+        reduced = self._reduced(X, p)
+        r2 = self._sqdist_of_differences(_column_differences(reduced, reduced if Xs is None else self._reduced(Xs, p), d), p)
         if Xs is None:
             r2 = 0.5 * (r2 + r2.T)  # vectorised and scalar sin may differ in the last bit: symmetric exactly
         return self._of_sqdist(r2, d, p)
 
     def _pairs(self, X, rows, cols, p):
         d = X.type.shape[1]
-        return self._of_sqdist(self._sqdist_of_differences(_paired_differences(X, rows, cols, d), p), d, p)
+        return self._of_sqdist(self._sqdist_of_differences(_paired_differences(self._reduced(X, p), rows, cols, d), p), d, p)
