@@ -68,8 +68,8 @@ def _norm1_of_lower(M, shift):
 @numba_basic.numba_njit(fastmath=False)
 def _proven_well_conditioned(A, diagonal_max, K, noise_var, norm1):
     """`_gaussian_logp._proven_well_conditioned`, C⁻¹'s lower triangle in A's, `diagonal_max` = max Cᵢᵢ: n · max (C⁻¹)ᵢᵢ
-    ≥ ‖C⁻¹‖₁ and n · DIAGONAL_BOUND · max Cᵢᵢ ≥ ‖C‖₁ first, O(n); then ‖C‖₁ (of C = K + noise_var·I, computed into
-    norm1[0] if it is still negative), then ‖C⁻¹‖₁ itself, O(n²)."""
+    ≥ ‖C⁻¹‖₁ and n · DIAGONAL_BOUND · max Cᵢᵢ ≥ ‖C‖₁ first, O(n); then ‖C‖₁ (of C = K + noise_var·I, computed once,
+    `_norm1_once`), then ‖C⁻¹‖₁ itself, O(n²)."""
     n = A.shape[0]
     limit = 1.0 / (RCOND_PROOF_MARGIN * n * EPS)  # ‖C‖₁‖C⁻¹‖₁ below this proves 1/cond₁ > RCOND_PROOF_MARGIN·n·ε
     largest = 0.0
@@ -79,9 +79,16 @@ def _proven_well_conditioned(A, diagonal_max, K, noise_var, norm1):
         largest = max(largest, A[i, i])
     if n * DIAGONAL_BOUND * diagonal_max * n * largest < limit:  # (left to right: n · max (C⁻¹)ᵢᵢ alone may overflow)
         return True
+    anorm = _norm1_once(K, noise_var, norm1)
+    return anorm * n * largest < limit or anorm * _norm1_of_lower(A, 0.0) < limit
+
+
+@numba_basic.numba_njit(fastmath=False)
+def _norm1_once(K, noise_var, norm1):
+    """‖C‖₁ of C = K + noise_var·I, computed into norm1[0] the first time it is asked for (norm1[0] < 0 until then)."""
     if norm1[0] < 0.0:
         norm1[0] = _norm1_of_lower(K, noise_var)
-    return norm1[0] * n * largest < limit or norm1[0] * _norm1_of_lower(A, 0.0) < limit
+    return norm1[0]
 
 
 @numba_basic.numba_njit(fastmath=False)
@@ -152,7 +159,7 @@ def _factor_and_invert(K, t, noise_var, use_jitter, scale, largest):
     work, iwork = np.empty(3 * n), np.empty(n, dtype=np.int32)
     uplo, N, info = val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(n)), val_to_int_ptr(np.int32(0))
     A, alpha = np.empty((n, n)), np.empty(n)
-    norm1 = np.full(1, -1.0)  # ‖C‖₁ once computed (where the diagonals prove nothing)
+    norm1 = np.full(1, -1.0)  # ‖C‖₁ once computed (`_norm1_once`: where the diagonals prove nothing)
     log_det_half = 0.0
     for attempt in range(1 + (_JITTER_STEPS.shape[0] if use_jitter else 0)):
         jitter = 0.0 if attempt == 0 else _JITTER_STEPS[attempt - 1] * scale
@@ -163,9 +170,7 @@ def _factor_and_invert(K, t, noise_var, use_jitter, scale, largest):
             return A, alpha, log_det_half, jitter, True
         if not _factor(A, K, noise_var, jitter):  # (U again; fails only if the BLAS threads changed meanwhile)
             continue
-        if norm1[0] < 0.0:
-            norm1[0] = _norm1_of_lower(K, noise_var)
-        anorm[0] = norm1[0] + jitter  # ‖C + jitter·I‖₁
+        anorm[0] = _norm1_once(K, noise_var, norm1) + jitter  # ‖C + jitter·I‖₁
         _pocon(uplo, N, A.ctypes, N, anorm.ctypes, rcond.ctypes, work.ctypes, iwork.ctypes, info)
         if rcond[0] > n * EPS:
             log_det_half = _solve_and_invert(A, t, alpha)  # α and C⁻¹ of this U, into `alpha` and A
@@ -232,4 +237,4 @@ def _funcify_gaussian_logp(op, node, **kwargs):
         logp, d_K, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
         return np.asarray(logp), d_K, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 17  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
+    return gaussian_logp, 18  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk

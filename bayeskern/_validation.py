@@ -11,7 +11,7 @@ from pytensor.graph.basic import Variable
 __all__ = [
     "NonFiniteError", "PACKAGE_DIR", "as_array", "as_inputs", "as_targets", "check_finite_result", "check_flag", "check_integer", "check_kernel", "check_model",
     "check_name", "check_number", "check_prior_cov", "check_probability", "check_seed", "check_sigma", "check_squarable", "check_weight_precision", "int_seed", "is_symbolic",
-    "numerical_failure", "owned", "offset_ratio", "rng_from", "same_columns",
+    "numerical_failure", "owned", "owned_data", "offset_ratio", "rng_from", "same_columns",
 ]
 
 #: the package's folder: warnings.warn(..., skip_file_prefixes=(PACKAGE_DIR,)) reports at the caller's first line outside it
@@ -66,6 +66,12 @@ def owned(A: np.ndarray) -> np.ndarray:
     A = np.array(A, dtype=np.float64)
     A.flags.writeable = False
     return A
+
+
+def owned_data(X, y) -> tuple[np.ndarray, np.ndarray]:
+    """X and y checked (`as_inputs`, `as_targets`) and `owned`: the data a model or a conditioned solver keeps."""
+    X = owned(as_inputs(X, "X"))
+    return X, owned(as_targets(y, X.shape[0], "y"))
 
 
 def as_inputs(X, name: str = "X") -> np.ndarray:

@@ -23,7 +23,7 @@ from bayeskern._compile import untraced
 from bayeskern._gaussian_logp import gaussian_logp
 from bayeskern._results import Posterior
 from bayeskern._validation import (
-    as_inputs, as_targets, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure, owned,
+    check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure, owned_data,
     offset_ratio,
 )
 from bayeskern.conditioned import Conditioned
@@ -90,8 +90,7 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     features (n < M) through the n × n covariance itself in O(n² M).
     Extra keyword arguments go to the observed distribution. Returns the observed variable.
     """
-    name, X = check_name(name), owned(as_inputs(X, "X"))  # (kept by the likelihood's record: not the caller's array)
-    t = owned(as_targets(y, X.shape[0], "y"))
+    name, (X, t) = check_name(name), owned_data(X, y)  # (kept by the likelihood's record: not the caller's arrays)
     Phi = design_matrix(features, X, "features")
     _warn_if_far_from_zero(features, X, Phi)
     M = Phi.shape[1]
@@ -432,8 +431,7 @@ def condition(features, X, y, sigma, prior_cov) -> WeightSpaceBLR:
     `WeightSpaceBLR` with `.weights_mean`, `.weights_cov`, `.log_marginal_likelihood`, `.jitter`,
     `.loo_log_predictive`, `.predict(Xnew, include_noise=False, full_cov=False)`, `.sample(Xnew, n, seed)`.
     """
-    X = owned(as_inputs(X, "X"))  # (kept by the conditioned model: not the caller's array)
-    t = owned(as_targets(y, X.shape[0], "y"))
+    X, t = owned_data(X, y)  # (kept by the conditioned model: not the caller's arrays)
     sigma = float(check_sigma(sigma, allow_zero=False, numeric=True))
     return _condition_on(features, X, t, sigma, prior_cov, DesignRows(features, X, t, design_matrix(features, X, "features")))
 

@@ -16,7 +16,7 @@ from bayeskern._gaussian_logp import gaussian_logp
 from bayeskern._linalg import EPS, LOG_2PI, cho_solve, cholesky, loo_gaussian, minus_gram, psd_factor, psd_tolerance, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
-    NonFiniteError, as_inputs, as_targets, check_finite_result, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, owned,
+    NonFiniteError, as_inputs, check_finite_result, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, owned, owned_data,
     offset_ratio, same_columns,
 )
 from bayeskern.conditioned import Conditioned
@@ -41,8 +41,7 @@ def marginal_likelihood(name: str, X, y, kernel: Kernel, sigma, approx=None, **k
         from bayeskern.approx import check_approx  # here, not at import: an exact GP's process never loads the approximations
 
         return check_approx(approx, exact_allowed=True).marginal_likelihood(name, X, y, kernel, sigma, **kwargs)
-    name, X = check_name(name), owned(as_inputs(X, "X"))  # (kept by the likelihood's record: not the caller's array)
-    y = owned(as_targets(y, X.shape[0], "y"))
+    name, (X, y) = check_name(name), owned_data(X, y)  # (kept by the likelihood's record: not the caller's arrays)
     kernel, sigma = check_kernel(kernel), check_sigma(sigma, allow_zero=False)
     # the data enter as shared variables, not constants: the compiled graph (cached on disk by
     # PyTensor) is then the same for every data set of this shape of model
@@ -202,15 +201,15 @@ def _refuse_duplicates_without_noise(X: np.ndarray, C: np.ndarray, sigma: float)
 #: takes 0.71, 0.81 and 0.87 of the time apart at n = 25, 100 and 128 (62 001 pairs), and a prototype took the same at
 #: n = 300 (177 241 pairs) (BENCHMARKS.md, session 32). Inputs of several columns are evaluated
 #: apart: a kernel's work per pair is larger there (ARD Matérn 5/2 at d = 8, n = m = 128: 1.3× slower together), and
-#: above `kernels.stationary.DIFFERENCE_COLUMNS` distances are scaled by the largest |x| of the points evaluated together,
-#: so a far X* would change K(X, X)
+#: above `kernels.stationary.DIFFERENCE_COLUMNS` distances are centred on (and, far out, rescaled by) the points evaluated
+#: together, so X* would change K(X, X) in its last bits
 JOINT_MAX_PAIRS = 65_536
 
 
 class _Blocks(NamedTuple):
     """The blocks of one kernel evaluation on X and X* stacked that a prediction at X* reads."""
 
-    points: np.ndarray  # X* (a copy: the caller's array may change)
+    points: np.ndarray  # X* (`owned`: the caller's array may change)
     cross: np.ndarray  # K(X, X*)
     new: np.ndarray  # K(X*, X*)
 
@@ -246,7 +245,7 @@ class ExactGP(Conditioned):
         (n + m)² ≤ JOINT_MAX_PAIRS), else K(X, X) alone; also alone where the stacked evaluation overflows, so that an
         overflow at X* is reported by the prediction there."""
         if predict_at is not None:
-            points = np.array(as_inputs(predict_at, "predict_at"))  # (a copy)
+            points = owned(as_inputs(predict_at, "predict_at"))
             same_columns(self.X, points, "X", "predict_at")
             n = len(self.X)
             if points.shape[1] == 1 and (n + len(points)) ** 2 <= JOINT_MAX_PAIRS:
@@ -306,8 +305,7 @@ def condition(kernel: Kernel, X, y, sigma, approx=None) -> Conditioned:
     `.sample(Xnew, n, seed)`: predictions reuse the factorisation. `approx`: an approximation of
     `bayeskern.approx` (`HSGP(m, c)`; then σ > 0) conditioned instead, behind the same interface.
     """
-    X = owned(as_inputs(X, "X"))  # (kept by the conditioned model: not the caller's array)
-    t = owned(as_targets(y, X.shape[0], "y"))
+    X, t = owned_data(X, y)  # (kept by the conditioned model: not the caller's arrays)
     kernel = check_kernel(kernel)
     if approx is not None:
         from bayeskern.approx import check_approx

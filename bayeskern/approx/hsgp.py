@@ -21,7 +21,7 @@ from pymc.gp.hsgp_approx import approx_hsgp_hyperparams, calc_eigenvalues
 from bayeskern._compile import draw
 from bayeskern._linalg import TINY
 from bayeskern._parameterised import bind_given
-from bayeskern._validation import PACKAGE_DIR, as_inputs, as_targets, check_kernel, check_name, check_number, check_sigma, is_symbolic, owned
+from bayeskern._validation import PACKAGE_DIR, as_inputs, check_kernel, check_name, check_number, check_sigma, is_symbolic, owned_data
 from bayeskern.blr import DesignRows, WeightSpaceBLR, log_evidence_from_statistics
 from bayeskern.features import FeatureMap
 from bayeskern.kernels import RBF, Constant, FeatureKernel, Kernel, Linear, Matern32, Matern52, Scaled, Sum
@@ -289,8 +289,7 @@ class HSGP:
 
     def marginal_likelihood(self, name: str, X, y, kernel: Kernel, sigma, **kwargs):
         """Add the collapsed HSGP likelihood t ~ N(0, ΦVΦᵀ + σ²I) to the current PyMC model (see `bayeskern.gp.marginal_likelihood`)."""
-        name, X = check_name(name), owned(as_inputs(X, "X"))  # (kept by the likelihood's record: not the caller's array)
-        t = owned(as_targets(y, X.shape[0], "y"))
+        name, (X, t) = check_name(name), owned_data(X, y)  # (kept by the likelihood's record: not the caller's arrays)
         record = self._record(check_kernel(kernel), X, t, check_sigma(sigma, allow_zero=False))
         record = dataclasses.replace(record, shared=SharedBasis.of(name, record.basis, record.rows))
         shared = record.shared

@@ -18,7 +18,7 @@ from pytensor.compile.builders import OpFromGraph
 from pytensor.tensor.linalg import cholesky, solve_triangular
 
 from bayeskern._linalg import exact_cholesky, solve_lower
-from bayeskern._validation import PACKAGE_DIR, as_inputs, as_targets, check_integer, check_kernel, check_name, check_sigma, is_symbolic, numerical_failure, owned, same_columns
+from bayeskern._validation import PACKAGE_DIR, as_inputs, check_integer, check_kernel, check_name, check_sigma, is_symbolic, numerical_failure, owned_data, same_columns
 from bayeskern.approx._titsias import INDUCING_JITTER, titsias_bound
 from bayeskern.blr import DesignRows, WeightSpaceBLR
 from bayeskern.features import KernelProjection, design_matrix
@@ -221,8 +221,7 @@ class VFE:
 
     def marginal_likelihood(self, name: str, X, y, kernel: Kernel, sigma, **kwargs):
         """Add the collapsed VFE bound as the log density of y to the current PyMC model (see `bayeskern.gp.marginal_likelihood`)."""
-        name, X = check_name(name), owned(as_inputs(X, "X"))  # (kept by the likelihood's record: not the caller's array)
-        t = owned(as_targets(y, X.shape[0], "y"))
+        name, (X, t) = check_name(name), owned_data(X, y)  # (kept by the likelihood's record: not the caller's arrays)
         kernel, sigma = check_kernel(kernel), check_sigma(sigma, allow_zero=False)
         kernel._check_tree_input_dim(X.shape[1])
         Z = self.inducing_points(X)
