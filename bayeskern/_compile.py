@@ -30,6 +30,7 @@ from pytensor.tensor.math import Sum
 from pytensor.tensor.random.basic import BernoulliRV, CauchyRV, GumbelRV, HalfNormalRV
 
 from bayeskern import _graph_cache
+from bayeskern._distinct_pairs import with_distinct_pairs
 
 __all__ = ["NUMBA_NOGIL", "NUMPY", "compiled", "compiled_graph", "data_stand_ins", "draw", "exact_arithmetic", "linked", "numpy_function", "numpy_mode",
            "on_data_inputs", "same_structure", "split_off_data", "untraced"]
@@ -549,7 +550,11 @@ def compiled_graph(inputs: list, outputs: list, hoist: bool = False, gradient: b
                 _GRAPHS.append(_GRAPHS.pop(k))  # most recently used last, as in `compiled`
                 break
         else:
-            compiled = _with_gradient(outputs, inputs) if gradient else outputs
+            if hoist and gradient and options.get("mode") is NUMPY:  # (Numba's fused loops pass over the pairs once anyway)
+                outputs_ = [with_distinct_pairs(outputs[0], list(inputs), max_rows=HOIST_MAX_BYTES // 24)]
+            else:
+                outputs_ = outputs
+            compiled = _with_gradient(outputs_, inputs) if gradient else outputs_
             fn = _Hoisted(list(inputs), stand_ins, compiled, options) if hoist else _function(all_inputs, compiled, **options)
             lock = threading.Lock()
             _GRAPHS.append((all_inputs, outputs, key, fn, lock))

@@ -7,7 +7,7 @@ on the same data, in one process. bayeskern's first fit includes compiling (repo
 timed fits alternate with scikit-learn's, `--repeats` times, medians reported. PyMC's Periodic has
 ½ in its exponent where ExpSineSquared has 2: ℓₚ(PyMC) = ℓₚ(sklearn)/2.
 
-    .venv/bin/python benchmarks/bench_additive_kernel.py --n 500 --repeats 3 [--per-evaluation 500 2000]
+    .venv/bin/python benchmarks/bench_additive_kernel.py --n 500 --repeats 3 [--per-evaluation 500 2000] [--times monthly]
 
 `--kernel sum`: the seeds' sum kernel θ0·exp(−θ1/2‖x−x′‖²) + θ2 + θ3·xᵀx′ on PRML's sinusoid instead,
 scikit-learn's ConstantKernel·RBF + ConstantKernel + ConstantKernel·DotProduct(σ₀ = 0) + WhiteKernel
@@ -32,10 +32,11 @@ import bayeskern as bk
 START = dict(a1=50.0, l1=50.0, a2=2.0, l2=100.0, lp=1.0, a3=0.5, alpha=1.0, l3=1.0, a4=0.1, l4=0.1, s=0.1)
 
 
-def seasonal_series(n: int, seed: int = 0):
-    """Monthly-like series over 40 years: smooth trend + a seasonal cycle whose shape drifts + wiggles + noise."""
+def seasonal_series(n: int, seed: int = 0, times: str = "random"):
+    """A series over ~40 years: smooth trend + a seasonal cycle whose shape drifts + wiggles + noise. `times`: "random"
+    (n sorted uniform times in [0, 40]) or "monthly" (x = i/12, i < n: the sampling of the Mauna Loa record)."""
     rng = np.random.default_rng(seed)
-    x = np.sort(rng.uniform(0, 40, n))
+    x = np.sort(rng.uniform(0, 40, n)) if times == "random" else np.arange(n) / 12.0
     y = 0.02 * (x - 20) ** 2 + 1.5 * x + 3 * np.sin(2 * np.pi * x) * (1 + 0.2 * np.sin(x / 7)) + np.sin(x / 1.3)
     return x[:, None], y - y.mean() + 0.3 * rng.standard_normal(n)
 
@@ -105,14 +106,14 @@ def model(X, y):
     return m
 
 
-def per_evaluation(n: int, repeats: int = 21) -> tuple[float, float, float]:
+def per_evaluation(n: int, repeats: int = 21, times: str = "random") -> tuple[float, float, float]:
     """Seconds of one value-and-gradient evaluation (at perturbed points) and of one Cholesky of an n × n SPD matrix,
     medians, and the median of their ratios: the two alternate, so that a drift of the machine's speed reaches both."""
     from bayeskern._compile import reused_arrays
     from bayeskern.fit.empirical_bayes import _Objective
     from bayeskern.likelihood import find_likelihood
 
-    m = model(*seasonal_series(n))
+    m = model(*seasonal_series(n, times=times))
     objective = _Objective(m, find_likelihood(m)[0], include_prior=False)
     z = objective.flat(objective.point)
     objective(z)  # compiles
@@ -143,15 +144,17 @@ def main() -> None:
     parser.add_argument("--kernel", choices=sorted(PROBLEMS), default="additive")
     parser.add_argument("--per-evaluation", type=int, nargs="*", default=[], metavar="N",
                         help="also time one evaluation against one Cholesky at these n")
+    parser.add_argument("--times", choices=["random", "monthly"], default="random",
+                        help="the additive kernel's series: random times, or monthly (on a grid)")
     args = parser.parse_args()
     for n in args.per_evaluation:
-        value, cholesky, ratio = per_evaluation(n)
-        print(f"n = {n}: one evaluation {1e3 * value:.1f} ms = {ratio:.1f} Choleskys (median of {1e3 * cholesky:.1f} ms; "
+        value, cholesky, ratio = per_evaluation(n, times=args.times)
+        print(f"n = {n} ({args.times} times): one evaluation {1e3 * value:.1f} ms = {ratio:.1f} Choleskys (median of {1e3 * cholesky:.1f} ms; "
               "the ratio is the median of alternated pairs)")
     if args.repeats < 1:  # --per-evaluation alone
         return
     data, make_model, make_kernel = PROBLEMS[args.kernel]
-    X, y = data(args.n)
+    X, y = data(args.n, times=args.times) if args.kernel == "additive" else data(args.n)
     warnings.simplefilter("ignore")
     first, first_fit = timed(lambda: bk.fit.empirical_bayes(make_model(X, y), restarts=1))
     ours, theirs = [], []
@@ -160,7 +163,7 @@ def main() -> None:
         theirs.append(timed(lambda: sklearn_fit(X, y, make_kernel())))
     eb, sk = ours[-1][1], theirs[-1][1]
     t_ours, t_sk = statistics.median(t for t, _ in ours), statistics.median(t for t, _ in theirs)
-    print(f"{args.kernel} kernel, n = {args.n}, one start each, medians of {args.repeats}")
+    print(f"{args.kernel} kernel, n = {args.n}{f' ({args.times} times)' if args.kernel == 'additive' else ''}, one start each, medians of {args.repeats}")
     print("| | bayeskern | scikit-learn |")
     print("|---|---|---|")
     print(f"| fit s (warm) | {t_ours:.2f} | {t_sk:.2f} |")

@@ -5,7 +5,6 @@ import warnings
 
 import numpy as np
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
 import pytest
 

@@ -355,12 +355,12 @@ def test_the_log_density_nutpie_calls_is_the_models_and_a_non_finite_gradient_is
     other_logp, other_dlogp = other.compile_logp(mode=NUMPY), other.compile_dlogp(mode=NUMPY)
     other_data = _nutpie._data(data_stand_ins([other.logp()])[0])  # its shared data variables, y_X and y_y
     assert other_data.keys() == compiled._shared_data.keys()
-    for data, (ref, dref) in ((other_data, (other_logp, other_dlogp)), (compiled._shared_data, (logp, dlogp))):
+    for data, (expected, dexpected) in ((other_data, (other_logp, other_dlogp)), (compiled._shared_data, (logp, dlogp))):
         z = np.array([0.3, -0.2, 0.1])
         point = dict(zip([v.name for v in model.value_vars], z))
         value, grad = log_density(z, **data)
-        np.testing.assert_allclose(value, ref(point), rtol=1e-12)
-        np.testing.assert_allclose(grad, dref(point), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(value, expected(point), rtol=1e-12)
+        np.testing.assert_allclose(grad, dexpected(point), rtol=1e-10, atol=1e-12)
     # amp = e⁸⁰⁰ overflows: nutpie's cfunc returns code 3 there (a divergence), and so does this callback
     with pytest.raises(_nutpie._BadPoint, match="not finite") as raised:
         log_density(np.array([800.0, 0.0, 0.0]), **compiled._shared_data)

@@ -1,0 +1,191 @@
+"""A kernel's pairs evaluated once per distinct data: where many pairs of points carry the same data (the differences
+of points on a grid), the hyperparameters' work is done once for each, and the pairs read it off."""
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import disconnected_type
+from pytensor.graph.basic import Apply, equal_computations
+from pytensor.graph.op import Op
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import graph_inputs, io_toposort
+from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.subtensor import AdvancedIncSubtensor
+
+__all__ = ["DISTINCT_MAX_SHARE", "Collapse", "Distinct", "Expand", "with_distinct_pairs"]
+
+#: the pairs are evaluated once per distinct data only where the distinct data are at most this share of the pairs
+#: (points on a grid: ~2n distinct differences among n(n + 1)/2 pairs); elsewhere every pair is evaluated, as before
+DISTINCT_MAX_SHARE = 0.25
+#: how many pairs, the first in `Kernel.lower_triangle`'s order (those among the first ~√(2·SAMPLE_PAIRS) points), are
+#: looked at first: where their distinct rows are more than DISTINCT_MAX_SHARE of them, the whole set is not sorted
+#: (points not on a grid: that look costs ~10 ms, sorting 2 001 000 pairs ~0.2 s per vector). On a grid the share only
+#: falls with more points (~2n distinct differences among n(n + 1)/2 pairs)
+SAMPLE_PAIRS = 2**15
+
+
+def _codes(vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first index, inverse) of the distinct bit patterns of a vector: equal bits, the same kernel value (−0.0 and
+    0.0 apart; a NaN equal only to the same NaN)."""
+    bits = np.ascontiguousarray(vector).view(np.dtype(f"u{vector.dtype.itemsize}"))
+    _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
+def _joint(vectors: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(first index, inverse) of the distinct rows of the vectors taken together: codes combined one vector at a time."""
+    first, inverse = _codes(vectors[0])
+    for v in vectors[1:]:
+        v_first, v_inverse = _codes(v)
+        first, inverse = _codes(inverse.astype(np.int64) * len(v_first) + v_inverse)
+    return first, inverse
+
+
+def _few(vectors: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """`_joint` of the vectors where their distinct rows are at most DISTINCT_MAX_SHARE of them (judged first on the
+    first SAMPLE_PAIRS rows), else None."""
+    if len(vectors[0]) > SAMPLE_PAIRS and len(_joint([v[:SAMPLE_PAIRS] for v in vectors])[0]) > DISTINCT_MAX_SHARE * SAMPLE_PAIRS:
+        return None
+    first, inverse = _joint(vectors)
+    return (first, inverse) if len(first) <= DISTINCT_MAX_SHARE * len(vectors[0]) else None
+
+
+class Distinct(Op):
+    """(v₁ … vₘ) ↦ (v₁[f] … vₘ[f], inverse): the distinct rows of m vectors of one length, each at its first position f,
+    and where each row is among them (vₖ = vₖ[f][inverse], int32). Where they are not few (DISTINCT_MAX_SHARE), or
+    longer than `max_rows`, the vectors themselves and an empty inverse: every row its own."""
+
+    __props__ = ("m", "max_rows")
+
+    def __init__(self, m: int, max_rows: int):
+        self.m, self.max_rows = m, max_rows
+        self.view_map = {k: [k] for k in range(m)}  # (where every row is its own)
+
+    def make_node(self, *vectors):
+        vectors = [pt.as_tensor_variable(v) for v in vectors]
+        if len(vectors) != self.m:
+            raise TypeError(f"Distinct({self.m}) takes {self.m} vectors, not {len(vectors)}")
+        return Apply(self, vectors, [v.type() for v in vectors] + [pt.ivector()])
+
+    def perform(self, node, inputs, output_storage):
+        few = _few(inputs) if len(inputs[0]) <= self.max_rows else None
+        if few is None:
+            outputs = [*inputs, np.empty(0, dtype=np.int32)]
+        else:
+            first, inverse = few
+            outputs = [*(v[first] for v in inputs), inverse.astype(np.int32)]
+        for storage, value in zip(output_storage, outputs, strict=True):
+            storage[0] = value
+
+    def connection_pattern(self, node):
+        return [[False] * len(node.outputs) for _ in node.inputs]  # data: nothing is differentiated with respect to them
+
+    def pullback(self, inputs, outputs, cotangents):
+        return [disconnected_type() for _ in inputs]
+
+
+class Expand(Op):
+    """(values at the distinct rows, inverse) ↦ the values at every row: values[inverse], or values where the inverse
+    is empty (`Distinct` kept every row)."""
+
+    __props__ = ()
+    view_map = {0: [0]}
+
+    def make_node(self, values, inverse):
+        values, inverse = pt.as_tensor_variable(values), pt.as_tensor_variable(inverse)
+        return Apply(self, [values, inverse], [pt.TensorType(values.dtype, shape=(None,))()])
+
+    def perform(self, node, inputs, output_storage):
+        values, inverse = inputs
+        output_storage[0][0] = values if inverse.size == 0 else values[inverse]
+
+    def connection_pattern(self, node):
+        return [[True], [False]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        values, inverse = inputs
+        return [Collapse()(cotangents[0], inverse, values.shape[0]), disconnected_type()]
+
+
+class Collapse(Op):
+    """`Expand`'s adjoint: (g at every row, inverse, number of distinct rows) ↦ the sum of g over each distinct row's
+    pairs (np.bincount), or g where the inverse is empty."""
+
+    __props__ = ()
+    view_map = {0: [0]}
+
+    def make_node(self, g, inverse, size):
+        g, inverse, size = pt.as_tensor_variable(g), pt.as_tensor_variable(inverse), pt.as_tensor_variable(size)
+        return Apply(self, [g, inverse, size], [pt.TensorType(g.dtype, shape=(None,))()])
+
+    def perform(self, node, inputs, output_storage):
+        g, inverse, size = inputs
+        output_storage[0][0] = g if inverse.size == 0 else np.bincount(inverse, weights=g, minlength=int(size)).astype(g.dtype, copy=False)
+
+    def connection_pattern(self, node):
+        return [[True], [False], [False]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        return [Expand()(cotangents[0], inputs[1]), disconnected_type(), disconnected_type()]
+
+
+def _placed_pairs(f, depends: set) -> list:
+    """The vectors of pairs that `Kernel.lower_triangle` places into a matrix (set at data-only positions), where they
+    depend on the inputs."""
+    placed = []
+    for node in io_toposort(list(graph_inputs([f])), [f]):
+        op = node.op
+        if isinstance(op, AdvancedIncSubtensor) and op.set_instead_of_inc and len(node.inputs) == 3:
+            _, y, index = node.inputs
+            if y in depends and index not in depends and y.ndim == 1 and y.dtype == "float64":
+                placed.append(y)
+    return placed
+
+
+def _data_of_pairs(y, depends: set) -> list | None:
+    """The data-only vectors y is computed from element by element (through Elemwise nodes alone), or None where a
+    value along the pairs that depends on the inputs enters otherwise (then the pairs cannot be told apart by data)."""
+    data, seen, todo = [], set(), [y]
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v.type.broadcastable == (True,) or v.ndim == 0:
+            continue  # one value for every pair (a hyperparameter, a constant)
+        if v not in depends:
+            data.append(v)
+        elif v.owner is not None and isinstance(v.owner.op, Elemwise):
+            todo.extend(v.owner.inputs)
+        else:
+            return None
+    return data or None
+
+
+def _one_of_each(variables: list) -> list:
+    """The variables less those that compute what an earlier one does (each kernel of a sum forms its own differences)."""
+    kept = []
+    for v in variables:
+        if not any(equal_computations([v], [k]) for k in kept):
+            kept.append(v)
+    return kept
+
+
+def with_distinct_pairs(f, inputs: list, max_rows: int):
+    """f with each vector of pairs a kernel places (`Kernel.lower_triangle`) computed once per distinct row of the data
+    it is computed from, element by element: `Expand(y(distinct data), inverse)`, which is y's value to the bit (equal
+    data, equal ufunc results). Its gradient sums each pair's share per distinct row first (`Collapse`): the same
+    terms in another order. The data's distinct rows are found once per data set where the function is split (`_compile._Hoisted`)."""
+    depends = set(inputs)
+    for node in io_toposort(list(graph_inputs([f])), [f]):
+        if any(v in depends for v in node.inputs):
+            depends.update(node.outputs)
+    replacements = {}
+    for y in _placed_pairs(f, depends):
+        data = _data_of_pairs(y, depends)
+        if data is None:
+            continue
+        unique = _one_of_each(data)
+        *distinct, inverse = Distinct(len(unique), max_rows)(*unique)
+        by_computation = {v: distinct[next(k for k, u in enumerate(unique) if equal_computations([v], [u]))] for v in data}
+        replacements[y] = Expand()(graph_replace(y, by_computation, strict=False), inverse)
+    return graph_replace(f, replacements, strict=False) if replacements else f
