@@ -551,7 +551,7 @@ def compiled_graph(inputs: list, outputs: list, hoist: bool = False, gradient: b
                 break
         else:
             if hoist and gradient and options.get("mode") is NUMPY:  # (Numba's fused loops pass over the pairs once anyway)
-                outputs_ = [with_distinct_pairs(outputs[0], list(inputs), max_rows=HOIST_MAX_BYTES // 24)]
+                outputs_ = [with_distinct_pairs(outputs[0], list(inputs), kept_bytes=HOIST_MAX_BYTES)]
             else:
                 outputs_ = outputs
             compiled = _with_gradient(outputs_, inputs) if gradient else outputs_

@@ -8,6 +8,7 @@ from pytensor.graph.basic import Apply, equal_computations
 from pytensor.graph.op import Op
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs, io_toposort
+from pytensor.tensor.basic import Alloc
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.subtensor import AdvancedIncSubtensor
 
@@ -19,8 +20,9 @@ __all__ = ["DISTINCT_MAX_SHARE", "Collapse", "Distinct", "Expand", "with_distinc
 DISTINCT_MAX_SHARE = 0.25
 #: how many pairs, the first in `Kernel.lower_triangle`'s order (those among the first ~√(2·SAMPLE_PAIRS) points), are
 #: looked at first: where their distinct rows are more than DISTINCT_MAX_SHARE of them, the whole set is not sorted
-#: (points not on a grid: that look costs a few ms, sorting 2 001 000 pairs ~0.2 s per vector). On a grid the share
-#: only falls with more points
+#: (points not on a grid: that look costs a few ms, sorting 2 001 000 pairs ~0.4 s per vector). On a grid the share
+#: only falls with more points; data whose distinct rows are few only among many points (integers over a wide range)
+#: are judged not few here, and evaluated pair by pair as before
 SAMPLE_PAIRS = 2**15
 
 
@@ -52,8 +54,9 @@ def _few(vectors: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
 
 class Distinct(Op):
     """(v₁ … vₘ) ↦ (v₁[f] … vₘ[f], inverse): the distinct rows of m vectors of one length, each at its first position f,
-    and where each row is among them (vₖ = vₖ[f][inverse], int32). Where they are not few (DISTINCT_MAX_SHARE), or
-    longer than `max_rows`, the vectors themselves and an empty inverse: every row its own."""
+    and where each row is among them (vₖ = vₖ[f][inverse], int32). Where they are not few (more than DISTINCT_MAX_SHARE
+    of the rows, or of the first SAMPLE_PAIRS rows, which are looked at first), or longer than `max_rows`, the vectors
+    themselves and an empty inverse: every row its own."""
 
     __props__ = ("m", "max_rows")
 
@@ -130,7 +133,7 @@ class Collapse(Op):
 
 
 def _placed_pairs(f, depends: set) -> list:
-    """The vectors of pairs that `Kernel.lower_triangle` places into a matrix (set at data-only positions), where they
+    """The vectors set into an array at data-only positions (`Kernel.lower_triangle` places its pairs so), where they
     depend on the inputs."""
     placed = []
     for node in io_toposort(list(graph_inputs([f])), [f]):
@@ -142,10 +145,11 @@ def _placed_pairs(f, depends: set) -> list:
     return placed
 
 
-def _data_of_pairs(y, depends: set) -> list | None:
-    """The data-only vectors y is computed from element by element (through Elemwise nodes alone), or None where a
-    value along the pairs that depends on the inputs enters otherwise (then the pairs cannot be told apart by data)."""
-    data, seen, todo = [], set(), [y]
+def _data_of_pairs(y, depends: set) -> tuple[list, dict] | None:
+    """(the data-only vectors y is computed from element by element (through Elemwise nodes alone), the values filled
+    along the pairs (`Constant`'s c: an Alloc of one value) mapped to that value as a broadcast vector), or None where
+    a value along the pairs that depends on the inputs enters otherwise (then the pairs cannot be told apart by data)."""
+    data, fills, seen, todo = [], {}, set(), [y]
     while todo:
         v = todo.pop()
         if v in seen:
@@ -157,9 +161,11 @@ def _data_of_pairs(y, depends: set) -> list | None:
             data.append(v)
         elif v.owner is not None and isinstance(v.owner.op, Elemwise):
             todo.extend(v.owner.inputs)
+        elif v.owner is not None and isinstance(v.owner.op, Alloc) and v.owner.inputs[0].ndim == 0 and not depends.intersection(v.owner.inputs[1:]):
+            fills[v] = pt.shape_padleft(v.owner.inputs[0])  # the same value, broadcast over however many rows
         else:
             return None
-    return data or None
+    return (data, fills) if data else None
 
 
 def _one_of_each(variables: list) -> list:
@@ -171,22 +177,29 @@ def _one_of_each(variables: list) -> list:
     return kept
 
 
-def with_distinct_pairs(f, inputs: list, max_rows: int):
+def with_distinct_pairs(f, inputs: list, kept_bytes: int):
     """f with each vector of pairs a kernel places (`Kernel.lower_triangle`) computed once per distinct row of the data
     it is computed from, element by element: `Expand(y(distinct data), inverse)`, which is y's value to the bit (equal
     data, equal ufunc results). Its gradient sums each pair's share per distinct row first (`Collapse`): the same
-    terms in another order. The data's distinct rows are found once per data set where the function is split (`_compile._Hoisted`)."""
+    terms in another order. The data's distinct rows are found once per data set where the function is split
+    (`_compile._Hoisted`) and its data-only values, at most `kept_bytes`, are kept: where every row stays its own, those
+    are the m vectors and the int64 positions the pairs are placed at, so a Distinct of m vectors looks for distinct
+    rows only up to kept_bytes / (8·(m + 2)) rows (one more vector's worth for other reads); beyond, Distinct would run
+    again at every call, and keeps every row at once.
+
+    "To the bit": numpy's ufuncs give one input the same result wherever it lies in a contiguous vector."""
     depends = set(inputs)
     for node in io_toposort(list(graph_inputs([f])), [f]):
         if any(v in depends for v in node.inputs):
             depends.update(node.outputs)
     replacements = {}
     for y in _placed_pairs(f, depends):
-        data = _data_of_pairs(y, depends)
-        if data is None:
+        found = _data_of_pairs(y, depends)
+        if found is None:
             continue
+        data, fills = found
         unique = _one_of_each(data)
-        *distinct, inverse = Distinct(len(unique), max_rows)(*unique)
+        *distinct, inverse = Distinct(len(unique), kept_bytes // (8 * (len(unique) + 2)))(*unique)
         by_computation = {v: distinct[next(k for k, u in enumerate(unique) if equal_computations([v], [u]))] for v in data}
-        replacements[y] = Expand()(graph_replace(y, by_computation, strict=False), inverse)
+        replacements[y] = Expand()(graph_replace(y, by_computation | fills, strict=False), inverse)
     return graph_replace(f, replacements, strict=False) if replacements else f

@@ -158,3 +158,47 @@ def test_a_first_look_at_the_pairs_spares_sorting_them_all(monkeypatch):
     looked.clear()
     few = _distinct_pairs._few([np.tile([1.0, 2.0, 3.0], 400)])
     assert looked == [64, 1200] and len(few[0]) == 3
+
+
+def test_a_constant_term_is_filled_at_the_distinct_rows_too(monkeypatch):
+    """RBF + Constant (a fitted offset's prior variance) on monthly points: the constant's fill does not stop the
+    pairs from being evaluated once per distinct difference; the value is every pair's to the bit, the gradient to
+    1e-12 of its largest entry (reordered sums)."""
+    from bayeskern.fit.empirical_bayes import _Objective
+
+    X = (np.arange(48) / 12.0)[:, None]
+    with pm.Model() as model:
+        amp, ls, c, s = (pm.HalfNormal(name, 3.0) for name in ("amp", "ls", "c", "s"))
+        bk.gp.marginal_likelihood("y", X=X, y=_series(X), kernel=amp * K.RBF(ls) + K.Constant(c), sigma=s)
+    calls = _distinct_calls(monkeypatch)
+    objective = _Objective(model, model.observed_RVs[0], include_prior=False)
+    z = np.log([1.2, 0.7, 0.4, 0.3])
+    value, gradient = objective._value_and_grad(*objective._split(z))
+    [(pairs, found)] = calls
+    assert pairs == 48 * 49 // 2 and 0 < found <= 0.25 * pairs
+    monkeypatch.setattr(_distinct_pairs, "DISTINCT_MAX_SHARE", 0.0)
+    objective.forget()
+    every_value, every_gradient = objective._value_and_grad(*objective._split(z))
+    assert value == every_value
+    np.testing.assert_allclose(gradient, every_gradient, rtol=0, atol=1e-12 * np.abs(every_gradient).max())
+
+
+def test_distinct_rows_are_looked_for_only_where_the_data_only_values_are_kept(monkeypatch):
+    """A Distinct of m vectors looks for distinct rows only up to kept_bytes / (8·(m + 2)) rows: where every row stays
+    its own, the function keeps the m vectors and the pairs' positions, and beyond the budget they are recomputed at
+    every call — Distinct with them. 4-column inputs (4 difference vectors, 40 bytes a pair kept), 1830 pairs, a
+    budget of 60 000 bytes: it keeps every row without looking, and no call looks again."""
+    from bayeskern import _compile
+    from bayeskern.fit.empirical_bayes import _Objective
+
+    monkeypatch.setattr(_compile, "HOIST_MAX_BYTES", 60_000)  # (read when the structure is compiled, and at each call)
+    X = np.random.default_rng(6).uniform(-1, 1, (60, 4))
+    with pm.Model() as model:  # a structure no other test compiles: its Distinct sized by this budget
+        amp, s = pm.HalfNormal("amp", 2.0), pm.HalfNormal("s", 1.0)
+        ls = pm.HalfNormal("ls", 2.0, shape=4)
+        bk.gp.marginal_likelihood("y", X=X, y=X.sum(1), kernel=amp * K.Matern32(ls) + K.Constant(0.5), sigma=s)
+    calls = _distinct_calls(monkeypatch)
+    objective = _Objective(model, model.observed_RVs[0], include_prior=False)
+    for k in range(3):
+        objective._value_and_grad(*objective._split(np.full(6, 0.1 * k)))
+    assert calls == []
