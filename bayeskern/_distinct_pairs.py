@@ -8,6 +8,7 @@ from pytensor.graph.basic import Apply, equal_computations
 from pytensor.graph.op import Op
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs, io_toposort
+from pytensor.scalar.basic import Add as ScalarAdd
 from pytensor.tensor.basic import Alloc
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.subtensor import AdvancedIncSubtensor
@@ -177,6 +178,35 @@ def _one_of_each(variables: list) -> list:
     return kept
 
 
+def _terms_apart(y, depends: set) -> list | None:
+    """The operands of y = a + b (+ …) where at least two carry data and no two share a datum (a Linear term's products
+    xᵢᵀxⱼ beside a stationary term's differences: on a grid the products are as many as the pairs where the differences
+    are few, so each is told apart on its own); else None (one Distinct for the whole: a sum of stationary kernels)."""
+    if y.owner is None or not isinstance(y.owner.op, Elemwise) or not isinstance(y.owner.op.scalar_op, ScalarAdd):
+        return None
+    data_sets = [(found[0] if (found := _data_of_pairs(term, depends)) else []) for term in y.owner.inputs]
+    carrying = [data for data in data_sets if data]
+    shared = any(equal_computations([u], [v]) for a in range(len(carrying)) for b in range(a) for u in carrying[a] for v in carrying[b])
+    return list(y.owner.inputs) if len(carrying) >= 2 and not shared else None
+
+
+def _at_distinct_rows(y, depends: set, max_rows: int):
+    """y as Expand(y at the distinct rows of its data, inverse) — a sum of terms that share no data term by term, each
+    on its own rows (`_terms_apart`) — or None where its data cannot tell its pairs apart (`_data_of_pairs`)."""
+    found = _data_of_pairs(y, depends)
+    if found is None:
+        return None
+    terms = _terms_apart(y, depends)
+    if terms is not None:
+        apart = [_at_distinct_rows(term, depends, max_rows) for term in terms]
+        return y.owner.op(*[term if at is None else at for term, at in zip(terms, apart, strict=True)])
+    data, fills = found
+    unique = _one_of_each(data)
+    *distinct, inverse = Distinct(len(unique), max_rows)(*unique)
+    by_computation = {v: distinct[next(k for k, u in enumerate(unique) if equal_computations([v], [u]))] for v in data}
+    return Expand()(graph_replace(y, by_computation | fills, strict=False), inverse)
+
+
 def with_distinct_pairs(f, inputs: list, kept_bytes: int):
     """f with each vector of pairs a kernel places (`Kernel.lower_triangle`) computed once per distinct row of the data
     it is computed from, element by element: `Expand(y(distinct data), inverse)`, which is y's value to the bit (equal
@@ -187,7 +217,11 @@ def with_distinct_pairs(f, inputs: list, kept_bytes: int):
     rows only up to kept_bytes / (8·(m + 2)) rows (one more vector's worth for other reads); beyond, Distinct would run
     again at every call, and keeps every row at once.
 
-    "To the bit": numpy's ufuncs give one input the same result wherever it lies in a contiguous vector."""
+    A sum of terms that share no data (RBF + Linear) is taken term by term (`_terms_apart`); the rows limit then counts
+    every datum of the sum.
+
+    "To the bit": numpy's ufuncs give one input the same result wherever it lies in a contiguous vector, and a sum's
+    terms are added as before, each the same value."""
     depends = set(inputs)
     for node in io_toposort(list(graph_inputs([f])), [f]):
         if any(v in depends for v in node.inputs):
@@ -195,11 +229,6 @@ def with_distinct_pairs(f, inputs: list, kept_bytes: int):
     replacements = {}
     for y in _placed_pairs(f, depends):
         found = _data_of_pairs(y, depends)
-        if found is None:
-            continue
-        data, fills = found
-        unique = _one_of_each(data)
-        *distinct, inverse = Distinct(len(unique), kept_bytes // (8 * (len(unique) + 2)))(*unique)
-        by_computation = {v: distinct[next(k for k, u in enumerate(unique) if equal_computations([v], [u]))] for v in data}
-        replacements[y] = Expand()(graph_replace(y, by_computation | fills, strict=False), inverse)
+        if found is not None:
+            replacements[y] = _at_distinct_rows(y, depends, kept_bytes // (8 * (len(_one_of_each(found[0])) + 2)))
     return graph_replace(f, replacements, strict=False) if replacements else f

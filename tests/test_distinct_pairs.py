@@ -202,3 +202,37 @@ def test_distinct_rows_are_looked_for_only_where_the_data_only_values_are_kept(m
     for k in range(3):
         objective._value_and_grad(*objective._split(np.full(6, 0.1 * k)))
     assert calls == []
+
+
+def test_a_sum_of_terms_on_other_data_is_told_apart_term_by_term(monkeypatch):
+    """The seeds' sum kernel θ0·exp(−θ1/2‖x − x′‖²) + θ2 + θ3·xᵀx′ on PRML's evenly spaced points: the differences are
+    few, the products xᵢxⱼ are not, so each term has its own Distinct — the exponential's evaluated once per distinct
+    difference, the linear term pair by pair — and the value is every pair's to the bit, the gradient to 1e-12 of its
+    largest entry, both to the formulas' numbers (tests/reference.py's PRML kernel; rtol 1e-11 for the value, central
+    differences with step 1e-6 for the gradient: rtol 1e-6)."""
+    from bayeskern.fit.empirical_bayes import _Objective
+
+    X, y = bk.datasets.sinusoid(n=70, noise=0.2, seed=1)
+    with pm.Model() as model:
+        t0, t1, t2, t3, s = (pm.HalfNormal(name, 10.0) for name in ("t0", "t1", "t2", "t3", "s"))
+        bk.gp.marginal_likelihood("y", X=X, y=y, kernel=K.PRML(t0, t1, t2, t3), sigma=s)
+    calls = _distinct_calls(monkeypatch)
+    objective = _Objective(model, model.observed_RVs[0], include_prior=False)
+    z = np.log([1.1, 9.0, 0.6, 0.4, 0.2])
+    value, gradient = objective._value_and_grad(*objective._split(z))
+    rows, cols = np.tril_indices(70)
+    assert sorted(calls) == [(len(rows), 0), (len(rows), len(np.unique((X[rows, 0] - X[cols, 0]).view(np.uint64))))]
+
+    def lml(z):
+        t0, t1, t2, t3, s = np.exp(z)
+        Kx = ref.prml(X, X, t0, t1, t2, t3)
+        return ref.gp_posterior(Kx, Kx[:, :1], Kx[:1, :1], y, s)[2]
+
+    np.testing.assert_allclose(value, lml(z), rtol=1e-11)
+    h = 1e-6
+    np.testing.assert_allclose(gradient, [(lml(z + h * e) - lml(z - h * e)) / (2 * h) for e in np.eye(5)], rtol=1e-6, atol=1e-6)
+    monkeypatch.setattr(_distinct_pairs, "DISTINCT_MAX_SHARE", 0.0)
+    objective.forget()
+    every_value, every_gradient = objective._value_and_grad(*objective._split(z))
+    assert value == every_value
+    np.testing.assert_allclose(gradient, every_gradient, rtol=0, atol=1e-12 * np.abs(every_gradient).max())
