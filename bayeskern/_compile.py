@@ -551,10 +551,10 @@ def compiled_graph(inputs: list, outputs: list, hoist: bool = False, gradient: b
                 break
         else:
             if hoist and gradient and options.get("mode") is NUMPY:  # (Numba's fused loops pass over the pairs once anyway)
-                outputs_ = [with_distinct_pairs(outputs[0], list(inputs), kept_bytes=HOIST_MAX_BYTES)]
+                to_compile = [with_distinct_pairs(outputs[0], list(inputs), kept_bytes=HOIST_MAX_BYTES)]
             else:
-                outputs_ = outputs
-            compiled = _with_gradient(outputs_, inputs) if gradient else outputs_
+                to_compile = outputs
+            compiled = _with_gradient(to_compile, inputs) if gradient else to_compile
             fn = _Hoisted(list(inputs), stand_ins, compiled, options) if hoist else _function(all_inputs, compiled, **options)
             lock = threading.Lock()
             _GRAPHS.append((all_inputs, outputs, key, fn, lock))

@@ -1,5 +1,4 @@
-"""A kernel's pairs evaluated once per distinct data: where many pairs of points carry the same data (the differences
-of points on a grid), the hyperparameters' work is done once for each, and the pairs read it off."""
+"""A kernel's pairs evaluated once per distinct data (the differences of points on a grid), the pairs reading it off."""
 
 import numpy as np
 import pytensor.tensor as pt
@@ -8,7 +7,6 @@ from pytensor.graph.basic import Apply, equal_computations
 from pytensor.graph.op import Op
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs, io_toposort
-from pytensor.scalar.basic import Add as ScalarAdd
 from pytensor.tensor.basic import Alloc
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.subtensor import AdvancedIncSubtensor
@@ -158,12 +156,12 @@ def _data_of_pairs(y, depends: set) -> tuple[list, dict] | None:
         seen.add(v)
         if v.type.broadcastable == (True,) or v.ndim == 0:
             continue  # one value for every pair (a hyperparameter, a constant)
-        if v not in depends:
+        if v.owner is not None and isinstance(v.owner.op, Alloc) and v.owner.inputs[0].ndim == 0 and not depends.intersection(v.owner.inputs[1:]):
+            fills[v] = pt.shape_padleft(v.owner.inputs[0])  # one value filled along the pairs: broadcast over any number of rows
+        elif v not in depends:
             data.append(v)
         elif v.owner is not None and isinstance(v.owner.op, Elemwise):
             todo.extend(v.owner.inputs)
-        elif v.owner is not None and isinstance(v.owner.op, Alloc) and v.owner.inputs[0].ndim == 0 and not depends.intersection(v.owner.inputs[1:]):
-            fills[v] = pt.shape_padleft(v.owner.inputs[0])  # the same value, broadcast over however many rows
         else:
             return None
     return (data, fills) if data else None
@@ -178,29 +176,9 @@ def _one_of_each(variables: list) -> list:
     return kept
 
 
-def _terms_apart(y, depends: set) -> list | None:
-    """The operands of y = a + b (+ …) where at least two carry data and no two share a datum (a Linear term's products
-    xᵢᵀxⱼ beside a stationary term's differences: on a grid the products are as many as the pairs where the differences
-    are few, so each is told apart on its own); else None (one Distinct for the whole: a sum of stationary kernels)."""
-    if y.owner is None or not isinstance(y.owner.op, Elemwise) or not isinstance(y.owner.op.scalar_op, ScalarAdd):
-        return None
-    data_sets = [(found[0] if (found := _data_of_pairs(term, depends)) else []) for term in y.owner.inputs]
-    carrying = [data for data in data_sets if data]
-    shared = any(equal_computations([u], [v]) for a in range(len(carrying)) for b in range(a) for u in carrying[a] for v in carrying[b])
-    return list(y.owner.inputs) if len(carrying) >= 2 and not shared else None
-
-
-def _at_distinct_rows(y, depends: set, max_rows: int):
-    """y as Expand(y at the distinct rows of its data, inverse) — a sum of terms that share no data term by term, each
-    on its own rows (`_terms_apart`) — or None where its data cannot tell its pairs apart (`_data_of_pairs`)."""
-    found = _data_of_pairs(y, depends)
-    if found is None:
-        return None
-    terms = _terms_apart(y, depends)
-    if terms is not None:
-        apart = [_at_distinct_rows(term, depends, max_rows) for term in terms]
-        return y.owner.op(*[term if at is None else at for term, at in zip(terms, apart, strict=True)])
-    data, fills = found
+def _at_distinct_rows(y, data: list, fills: dict, max_rows: int):
+    """Expand(y at the distinct rows of its data, inverse): y's data replaced by their distinct rows, its fills by
+    their broadcast value."""
     unique = _one_of_each(data)
     *distinct, inverse = Distinct(len(unique), max_rows)(*unique)
     by_computation = {v: distinct[next(k for k, u in enumerate(unique) if equal_computations([v], [u]))] for v in data}
@@ -211,17 +189,16 @@ def with_distinct_pairs(f, inputs: list, kept_bytes: int):
     """f with each vector of pairs a kernel places (`Kernel.lower_triangle`) computed once per distinct row of the data
     it is computed from, element by element: `Expand(y(distinct data), inverse)`, which is y's value to the bit (equal
     data, equal ufunc results). Its gradient sums each pair's share per distinct row first (`Collapse`): the same
-    terms in another order. The data's distinct rows are found once per data set where the function is split
-    (`_compile._Hoisted`) and its data-only values, at most `kept_bytes`, are kept: where every row stays its own, those
-    are the m vectors and the int64 positions the pairs are placed at, so a Distinct of m vectors looks for distinct
-    rows only up to kept_bytes / (8·(m + 2)) rows (one more vector's worth for other reads); beyond, Distinct would run
-    again at every call, and keeps every row at once.
+    terms in another order. A sum over data that are not few together (RBF + Linear on a grid: the products xᵢᵀxⱼ are
+    distinct) keeps every pair, as before.
 
-    A sum of terms that share no data (RBF + Linear) is taken term by term (`_terms_apart`); the rows limit then counts
-    every datum of the sum.
+    The distinct rows are found once per data set, with the other data-only values of the function split by
+    `_compile._Hoisted`, which keeps those values only up to `kept_bytes`. A Distinct of m data vectors therefore looks
+    for rows only up to kept_bytes / (8·(m + 2)) of them: there, even with every row its own, the kept values (m float64
+    vectors, the int64 positions the pairs are placed at, and room for one more) fit; beyond, Distinct would run again
+    at every call, so it keeps every row at once.
 
-    "To the bit": numpy's ufuncs give one input the same result wherever it lies in a contiguous vector, and a sum's
-    terms are added as before, each the same value."""
+    "To the bit": numpy's ufuncs give one input the same result wherever it lies in a contiguous vector."""
     depends = set(inputs)
     for node in io_toposort(list(graph_inputs([f])), [f]):
         if any(v in depends for v in node.inputs):
@@ -230,5 +207,6 @@ def with_distinct_pairs(f, inputs: list, kept_bytes: int):
     for y in _placed_pairs(f, depends):
         found = _data_of_pairs(y, depends)
         if found is not None:
-            replacements[y] = _at_distinct_rows(y, depends, kept_bytes // (8 * (len(_one_of_each(found[0])) + 2)))
+            data, fills = found
+            replacements[y] = _at_distinct_rows(y, data, fills, kept_bytes // (8 * (len(_one_of_each(data)) + 2)))
     return graph_replace(f, replacements, strict=False) if replacements else f

@@ -4,6 +4,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+import pytest
 import bayeskern as bk
 from bayeskern import _distinct_pairs
 from bayeskern._distinct_pairs import Distinct, Expand
@@ -45,6 +46,17 @@ def _objective(X, y):
     return _Objective(model, model.observed_RVs[0], include_prior=False)
 
 
+def _without_transform(build):
+    """`build()`'s objective compiled without `with_distinct_pairs` (a graph of its own, also on disk): the pairwise
+    numbers the transform is to reproduce."""
+    from bayeskern import _compile
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_compile, "with_distinct_pairs", lambda f, inputs, kept_bytes: f)
+        patch.setattr(_compile, "_GRAPHS", [])
+        return build()
+
+
 def _distinct_calls(monkeypatch) -> list:
     """The (rows, distinct rows) each `Distinct` finds from now on (distinct rows 0: every row kept). (`_few` is looked up
     at each call; a compiled function's thunks hold the Op's `perform` of the process's first compile.)"""
@@ -82,18 +94,15 @@ def test_monthly_points_are_evaluated_once_per_distinct_difference_with_the_same
     central = [(_reference_lml(Z + h * e, X, y) - _reference_lml(Z - h * e, X, y)) / (2 * h) for e in np.eye(len(Z))]
     np.testing.assert_allclose(gradient, central, rtol=1e-6, atol=1e-6)
 
-    monkeypatch.setattr(_distinct_pairs, "DISTINCT_MAX_SHARE", 0.0)  # every pair its own
-    objective.forget()
-    every_value, every_gradient = objective._value_and_grad(*objective._split(Z))
-    assert calls[-1] == (len(rows), 0)
+    pairwise = _without_transform(lambda: _objective(X, y))
+    every_value, every_gradient = pairwise._value_and_grad(*pairwise._split(Z))
     assert value == every_value
     np.testing.assert_allclose(gradient, every_gradient, rtol=0, atol=1e-12 * np.abs(every_gradient).max())
-    assert not np.array_equal(gradient, every_gradient)  # (summed in another order: these are two computations)
 
 
 def test_points_off_a_grid_keep_every_pair_and_the_same_bits(monkeypatch):
     """Random points: every difference is distinct, the pairs are evaluated as before — value and gradient the same
-    bits as with the distinct rows switched off."""
+    bits as the objective compiled without the transform."""
     X = np.sort(np.random.default_rng(4).uniform(0, 5, 60))[:, None]
     y = _series(X)
     calls = _distinct_calls(monkeypatch)
@@ -101,9 +110,8 @@ def test_points_off_a_grid_keep_every_pair_and_the_same_bits(monkeypatch):
     value, gradient = objective._value_and_grad(*objective._split(Z))
     assert calls == [(60 * 61 // 2, 0)]
     np.testing.assert_allclose(value, _reference_lml(Z, X, y), rtol=1e-11)
-    monkeypatch.setattr(_distinct_pairs, "DISTINCT_MAX_SHARE", 0.0)
-    objective.forget()
-    every_value, every_gradient = objective._value_and_grad(*objective._split(Z))
+    pairwise = _without_transform(lambda: _objective(X, y))
+    every_value, every_gradient = pairwise._value_and_grad(*pairwise._split(Z))
     assert value == every_value
     np.testing.assert_array_equal(gradient, every_gradient)
 
@@ -162,8 +170,8 @@ def test_a_first_look_at_the_pairs_spares_sorting_them_all(monkeypatch):
 
 def test_a_constant_term_is_filled_at_the_distinct_rows_too(monkeypatch):
     """RBF + Constant (a fitted offset's prior variance) on monthly points: the constant's fill does not stop the
-    pairs from being evaluated once per distinct difference; the value is every pair's to the bit, the gradient to
-    1e-12 of its largest entry (reordered sums)."""
+    pairs from being evaluated once per distinct difference; the value is the objective's compiled without the
+    transform to the bit, the gradient to 1e-12 of its largest entry (reordered sums)."""
     from bayeskern.fit.empirical_bayes import _Objective
 
     X = (np.arange(48) / 12.0)[:, None]
@@ -176,9 +184,8 @@ def test_a_constant_term_is_filled_at_the_distinct_rows_too(monkeypatch):
     value, gradient = objective._value_and_grad(*objective._split(z))
     [(pairs, found)] = calls
     assert pairs == 48 * 49 // 2 and 0 < found <= 0.25 * pairs
-    monkeypatch.setattr(_distinct_pairs, "DISTINCT_MAX_SHARE", 0.0)
-    objective.forget()
-    every_value, every_gradient = objective._value_and_grad(*objective._split(z))
+    pairwise = _without_transform(lambda: _Objective(model, model.observed_RVs[0], include_prior=False))
+    every_value, every_gradient = pairwise._value_and_grad(*pairwise._split(z))
     assert value == every_value
     np.testing.assert_allclose(gradient, every_gradient, rtol=0, atol=1e-12 * np.abs(every_gradient).max())
 
@@ -204,12 +211,11 @@ def test_distinct_rows_are_looked_for_only_where_the_data_only_values_are_kept(m
     assert calls == []
 
 
-def test_a_sum_of_terms_on_other_data_is_told_apart_term_by_term(monkeypatch):
+def test_a_sum_over_data_that_are_many_together_keeps_every_pair(monkeypatch):
     """The seeds' sum kernel θ0·exp(−θ1/2‖x − x′‖²) + θ2 + θ3·xᵀx′ on PRML's evenly spaced points: the differences are
-    few, the products xᵢxⱼ are not, so each term has its own Distinct — the exponential's evaluated once per distinct
-    difference, the linear term pair by pair — and the value is every pair's to the bit, the gradient to 1e-12 of its
-    largest entry, both to the formulas' numbers (tests/reference.py's PRML kernel; rtol 1e-11 for the value, central
-    differences with step 1e-6 for the gradient: rtol 1e-6)."""
+    few, but the products xᵢxⱼ with them are not, so its one Distinct keeps every pair, and value and gradient are the
+    objective's compiled without the transform, to the bit, and the formulas' (tests/reference.py's PRML kernel; rtol
+    1e-11 for the value, central differences with step 1e-6 for the gradient: rtol 1e-6)."""
     from bayeskern.fit.empirical_bayes import _Objective
 
     X, y = bk.datasets.sinusoid(n=70, noise=0.2, seed=1)
@@ -220,8 +226,7 @@ def test_a_sum_of_terms_on_other_data_is_told_apart_term_by_term(monkeypatch):
     objective = _Objective(model, model.observed_RVs[0], include_prior=False)
     z = np.log([1.1, 9.0, 0.6, 0.4, 0.2])
     value, gradient = objective._value_and_grad(*objective._split(z))
-    rows, cols = np.tril_indices(70)
-    assert sorted(calls) == [(len(rows), 0), (len(rows), len(np.unique((X[rows, 0] - X[cols, 0]).view(np.uint64))))]
+    assert calls == [(70 * 71 // 2, 0)]
 
     def lml(z):
         t0, t1, t2, t3, s = np.exp(z)
@@ -231,8 +236,22 @@ def test_a_sum_of_terms_on_other_data_is_told_apart_term_by_term(monkeypatch):
     np.testing.assert_allclose(value, lml(z), rtol=1e-11)
     h = 1e-6
     np.testing.assert_allclose(gradient, [(lml(z + h * e) - lml(z - h * e)) / (2 * h) for e in np.eye(5)], rtol=1e-6, atol=1e-6)
-    monkeypatch.setattr(_distinct_pairs, "DISTINCT_MAX_SHARE", 0.0)
-    objective.forget()
-    every_value, every_gradient = objective._value_and_grad(*objective._split(z))
+    pairwise = _without_transform(lambda: _Objective(model, model.observed_RVs[0], include_prior=False))
+    every_value, every_gradient = pairwise._value_and_grad(*pairwise._split(z))
     assert value == every_value
-    np.testing.assert_allclose(gradient, every_gradient, rtol=0, atol=1e-12 * np.abs(every_gradient).max())
+    np.testing.assert_array_equal(gradient, every_gradient)
+
+
+def test_a_filled_number_is_no_datum():
+    """`kernel + 1.0` fills 1.0 along the pairs (an Alloc of a constant): it is broadcast at the distinct rows like a
+    hyperparameter's fill, not sorted, kept and gathered as a vector of the data."""
+    from pytensor.graph.traversal import graph_inputs, io_toposort
+
+    x, ell = pt.dvector("differences"), pt.dscalar("ell")
+    y = pt.exp(-0.5 * (x / ell) ** 2) + pt.alloc(np.float64(1.0), x.shape[0])
+    depends = {ell}
+    for node in io_toposort(list(graph_inputs([y])), [y]):
+        if any(v in depends for v in node.inputs):
+            depends.update(node.outputs)
+    data, fills = _distinct_pairs._data_of_pairs(y, depends)
+    assert data == [x] and len(fills) == 1
