@@ -11,18 +11,22 @@ from pytensor.tensor.basic import Alloc
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.subtensor import AdvancedIncSubtensor
 
-__all__ = ["DISTINCT_MAX_SHARE", "Collapse", "Distinct", "Expand", "with_distinct_pairs"]
+__all__ = ["DISTINCT_MAX_SHARE", "GROWING", "SAMPLE_PAIRS", "Collapse", "Distinct", "Expand", "with_distinct_pairs"]
 
 #: the pairs are evaluated once per distinct data only where the distinct data are at most this share of the pairs
 #: (points on a grid: n lags, each a few bit patterns of xᵢ − xⱼ, among n(n + 1)/2 pairs: 5934 of 125 250 for 500
 #: monthly times x = i/12); elsewhere every pair is evaluated, as before
 DISTINCT_MAX_SHARE = 0.25
 #: how many pairs, the first in `Kernel.lower_triangle`'s order (those among the first ~√(2·SAMPLE_PAIRS) points), are
-#: looked at first: where their distinct rows are more than DISTINCT_MAX_SHARE of them, the whole set is not sorted
-#: (points not on a grid: that look costs a few ms, sorting 2 001 000 pairs ~0.4 s per vector). On a grid the share
-#: only falls with more points; data whose distinct rows are few only among many points (integers over a wide range)
-#: are judged not few here, and evaluated pair by pair as before
+#: looked at first, and a quarter of them: where their distinct rows are more than DISTINCT_MAX_SHARE of them and grow
+#: more than GROWING-fold from the quarter to the whole (as the pairs do where all are distinct), the whole set is not
+#: sorted (points at random positions: that look costs a few ms, sorting 2 001 000 pairs ~0.4 s per vector). On a grid
+#: the share falls with more points; on a lattice seen at scattered points (days with gaps, values recorded to 2
+#: decimals) it is high among the first pairs but the distinct differences grow slower than the pairs (measured at
+#: n = 2000: random reals 4.03-fold, 99.9 % distinct in all; reals rounded to 2 decimals 2.38-fold, 1.6 %; unsorted
+#: integers in [0, 20000) 2.86-fold, 2.0 %; monthly times 2.03-fold, 0.4 %)
 SAMPLE_PAIRS = 2**15
+GROWING = 3.5
 
 
 def _codes(vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -44,9 +48,11 @@ def _joint(vectors: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 def _few(vectors: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
     """`_joint` of the vectors where their distinct rows are at most DISTINCT_MAX_SHARE of them (judged first on the
-    first SAMPLE_PAIRS rows), else None."""
-    if len(vectors[0]) > SAMPLE_PAIRS and len(_joint([v[:SAMPLE_PAIRS] for v in vectors])[0]) > DISTINCT_MAX_SHARE * SAMPLE_PAIRS:
-        return None
+    first SAMPLE_PAIRS rows and a quarter of them), else None."""
+    if len(vectors[0]) > SAMPLE_PAIRS:
+        quarter, whole = (len(_joint([v[:k] for v in vectors])[0]) for k in (SAMPLE_PAIRS // 4, SAMPLE_PAIRS))
+        if whole > DISTINCT_MAX_SHARE * SAMPLE_PAIRS and whole > GROWING * quarter:
+            return None
     first, inverse = _joint(vectors)
     return (first, inverse) if len(first) <= DISTINCT_MAX_SHARE * len(vectors[0]) else None
 
@@ -54,7 +60,7 @@ def _few(vectors: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
 class Distinct(Op):
     """(v₁ … vₘ) ↦ (v₁[f] … vₘ[f], inverse): the distinct rows of m vectors of one length, each at its first position f,
     and where each row is among them (vₖ = vₖ[f][inverse], int32). Where they are not few (more than DISTINCT_MAX_SHARE
-    of the rows, or of the first SAMPLE_PAIRS rows, which are looked at first), or longer than `max_rows`, the vectors
+    of the rows; the first SAMPLE_PAIRS rows are looked at first, `_few`), or longer than `max_rows`, the vectors
     themselves and an empty inverse: every row its own."""
 
     __props__ = ("m", "max_rows")

@@ -156,16 +156,19 @@ def test_expand_and_collapse_are_adjoint_gathers_and_sums():
 
 
 def test_a_first_look_at_the_pairs_spares_sorting_them_all(monkeypatch):
-    """Where the first SAMPLE_PAIRS rows are mostly distinct, the whole set is not sorted: one joint pass, over them."""
+    """The first SAMPLE_PAIRS rows and a quarter of them are looked at first. All distinct and growing with the rows
+    (random reals): the whole set is not sorted. Few among the first rows (a grid), or many there but growing slower
+    than the rows (a lattice seen at scattered points: 40 values repeated), it is — and found few."""
     looked = []
     joint = _distinct_pairs._joint
     monkeypatch.setattr(_distinct_pairs, "_joint", lambda vectors: looked.append(len(vectors[0])) or joint(vectors))
     monkeypatch.setattr(_distinct_pairs, "SAMPLE_PAIRS", 64)
     assert _distinct_pairs._few([np.random.default_rng(0).standard_normal(1000)]) is None
-    assert looked == [64]
-    looked.clear()
-    few = _distinct_pairs._few([np.tile([1.0, 2.0, 3.0], 400)])
-    assert looked == [64, 1200] and len(few[0]) == 3
+    assert looked == [16, 64]
+    for repeated, distinct in ((np.tile([1.0, 2.0, 3.0], 400), 3), (np.tile(np.arange(40.0), 25), 40)):
+        looked.clear()
+        few = _distinct_pairs._few([repeated])
+        assert looked == [16, 64, len(repeated)] and len(few[0]) == distinct
 
 
 def test_a_constant_term_is_filled_at_the_distinct_rows_too(monkeypatch):
