@@ -537,7 +537,9 @@ def compiled_graph(inputs: list, outputs: list, hoist: bool = False, gradient: b
     `gradient`: `outputs` is one scalar f, and the function returns f and ∇f, its gradient with respect to `inputs`
     (each raveled, in order, joined). The gradient is built only where a new structure is compiled: graphs of one
     structure have gradients of one structure, so a later graph of it is matched on f alone (differentiating the sum
-    kernel's log density and matching the larger graph were ~60 % of setting up an empirical-Bayes objective).
+    kernel's log density and matching the larger graph were ~60 % of setting up an empirical-Bayes objective). In numpy
+    mode with `hoist`, f's kernel pairs are evaluated once per distinct datum before it is differentiated
+    (`_distinct_pairs.with_distinct_pairs`: points on a grid).
     """
     shared, stand_ins, outputs = data_stand_ins(outputs)
     all_inputs = list(inputs) + stand_ins
@@ -550,7 +552,8 @@ def compiled_graph(inputs: list, outputs: list, hoist: bool = False, gradient: b
                 _GRAPHS.append(_GRAPHS.pop(k))  # most recently used last, as in `compiled`
                 break
         else:
-            if hoist and gradient and options.get("mode") is NUMPY:  # (Numba's fused loops pass over the pairs once anyway)
+            if hoist and gradient and options.get("mode") is NUMPY:  # (Numba's fused loops pass over the pairs once; at
+                # the sizes a fit compiles with Numba, the kept values would exceed HOIST_MAX_BYTES anyway)
                 to_compile = [with_distinct_pairs(outputs[0], list(inputs), kept_bytes=HOIST_MAX_BYTES)]
             else:
                 to_compile = outputs
