@@ -173,22 +173,21 @@ def _data_of_pairs(y, depends: set) -> tuple[list, dict] | None:
     return (data, fills) if data else None
 
 
-def _one_of_each(variables: list) -> list:
-    """The variables less those that compute what an earlier one does (each kernel of a sum forms its own differences)."""
-    kept = []
+def _representatives(variables: list) -> dict:
+    """Each variable → the first of them that computes the same (each kernel of a sum forms its own differences)."""
+    first = {}
     for v in variables:
-        if not any(equal_computations([v], [k]) for k in kept):
-            kept.append(v)
-    return kept
+        first[v] = next((u for u in dict.fromkeys(first.values()) if equal_computations([v], [u])), v)
+    return first
 
 
-def _at_distinct_rows(y, data: list, fills: dict, max_rows: int):
-    """Expand(y at the distinct rows of its data, inverse): y's data replaced by their distinct rows, its fills by
-    their broadcast value."""
-    unique = _one_of_each(data)
+def _at_distinct_rows(y, representative: dict, fills: dict, max_rows: int):
+    """Expand(y at the distinct rows of its data, inverse): y's data (`representative`: datum → the one computing the
+    same) replaced by their distinct rows, its fills by their broadcast value."""
+    unique = list(dict.fromkeys(representative.values()))
     *distinct, inverse = Distinct(len(unique), max_rows)(*unique)
-    by_computation = {v: distinct[next(k for k, u in enumerate(unique) if equal_computations([v], [u]))] for v in data}
-    return Expand()(graph_replace(y, by_computation | fills, strict=False), inverse)
+    at_distinct = dict(zip(unique, distinct, strict=True))
+    return Expand()(graph_replace(y, {v: at_distinct[u] for v, u in representative.items()} | fills, strict=False), inverse)
 
 
 def with_distinct_pairs(f, inputs: list, kept_bytes: int):
@@ -213,6 +212,7 @@ def with_distinct_pairs(f, inputs: list, kept_bytes: int):
     for y in _placed_pairs(f, depends):
         found = _data_of_pairs(y, depends)
         if found is not None:
-            data, fills = found
-            replacements[y] = _at_distinct_rows(y, data, fills, kept_bytes // (8 * (len(_one_of_each(data)) + 2)))
+            representative = _representatives(found[0])
+            m = len(set(representative.values()))
+            replacements[y] = _at_distinct_rows(y, representative, found[1], kept_bytes // (8 * (m + 2)))
     return graph_replace(f, replacements, strict=False) if replacements else f

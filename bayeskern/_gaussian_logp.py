@@ -11,6 +11,8 @@ small empirical-Bayes fits, where Numba's compilation would cost more than every
 test holds the two to round-off.
 """
 
+import functools
+
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType
@@ -124,12 +126,7 @@ def _factor_and_invert_scipy(K, t, noise_var: float, use_jitter: bool):
     scale_from_C = bool(np.isfinite(scale) and scale > 0.0)
     scale = scale if scale_from_C else 1.0
     largest = np.abs(diagonal).max(initial=0.0)  # max |Cᵢᵢ|
-    norm1 = []  # ‖C‖₁ for the condition test, once asked for: where the diagonals prove nothing
-
-    def anorm(jitter: float) -> float:  # ‖C + jitter·I‖₁
-        if not norm1:
-            norm1.append(_norm1_of_lower(K, noise_var))
-        return norm1[0] + jitter
+    norm1 = functools.cache(lambda: _norm1_of_lower(K, noise_var))  # ‖C‖₁, computed where the diagonals prove nothing
 
     for step in [0.0] + (list(_JITTER_STEPS) if use_jitter else []):
         jitter = step * scale
@@ -140,10 +137,10 @@ def _factor_and_invert_scipy(K, t, noise_var: float, use_jitter: bool):
         # 1/cond₁(C) > n·ε, the rule of _linalg.cholesky (pocon's estimate), settled by C⁻¹ where it proves
         # 1/cond₁ > RCOND_PROOF_MARGIN·n·ε; else pocon is asked, as always
         log_det_half, alpha, C_inv = _solve_and_invert(U, t)
-        if not _proven_well_conditioned(C_inv, largest + jitter, lambda: anorm(jitter)):
+        if not _proven_well_conditioned(C_inv, largest + jitter, lambda: norm1() + jitter):
             if copy is None:  # (the lower bound was far from the limit, yet C⁻¹ proves nothing: C again)
                 copy = _factor_scipy(K, noise_var, jitter)
-            if copy is None or not lapack.dpocon(copy, anorm(jitter), uplo="U")[0] > n * EPS:  # (a NaN estimate fails)
+            if copy is None or not lapack.dpocon(copy, norm1() + jitter, uplo="U")[0] > n * EPS:  # (a NaN estimate fails)
                 continue
         return C_inv, alpha, log_det_half, jitter, step if scale_from_C else 0.0
     return None
