@@ -43,7 +43,7 @@ class _Unkeyable(Exception):
     without `__props__`, an Op from a package whose version is not in the key): it is compiled as usual, not kept."""
 
 
-def function(inputs: list, outputs, compile_: Callable[[], object], **options):
+def function(inputs: list, outputs, compile_: Callable[[], object], context: str = "", **options):
     """`compile_()` (PyTensor's `function(inputs, outputs, **options)`, `options["mode"]` a mode on PyTensor's Python
     linker: bayeskern's NUMPY), or the same function assembled from the rewritten graph an earlier call of the same
     structure kept under PyTensor's compile directory.
@@ -53,8 +53,9 @@ def function(inputs: list, outputs, compile_: Callable[[], object], **options):
     compares), constants (type and data), input types and wiring, under the same versions of PyTensor, PyMC, numpy, SciPy
     and bayeskern's source (`_versions`). A graph with an Op from another package (the user's own: its code is no part
     of the key) is not kept. A file that cannot be read or written is ignored: the function is compiled as usual.
+    `context`: what else the rewritten graph depends on (a mode's rewrites beyond NUMPY's), part of the key.
     """
-    key = _key(inputs, outputs, options)
+    key = _key(inputs, outputs, options, context)
     if key is None:
         return compile_()
     loaded = _load(key, options["mode"], inputs, single=not isinstance(outputs, list | tuple))
@@ -72,10 +73,10 @@ def _as_list(outputs) -> list:
     return list(outputs) if isinstance(outputs, list | tuple) else [outputs]
 
 
-def _key(inputs: list, outputs, options: dict) -> str | None:
+def _key(inputs: list, outputs, options: dict, context: str) -> str | None:
     if set(options) - _OPTIONS or outputs is None or not all(isinstance(v, Variable) for v in [*inputs, *_as_list(outputs)]):
         return None  # other options, or In/Out specifications: compiled as given
-    return structure_key(inputs, _as_list(outputs), repr(sorted((k, v) for k, v in options.items() if k != "mode")))
+    return structure_key(inputs, _as_list(outputs), repr(sorted((k, v) for k, v in options.items() if k != "mode")) + context)
 
 
 def structure_key(inputs: list, outputs: list, context: str) -> str | None:

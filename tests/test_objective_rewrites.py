@@ -1,0 +1,150 @@
+"""The empirical-Bayes objective's gradient in numpy mode: squared ratios differentiated through r² (`_squared_ratios`),
+sums of products sharing their common factors (`_summed_products`); the same numbers."""
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from pytensor.scalar.basic import Clip, Mul
+from pytensor.tensor.elemwise import Elemwise
+
+import bayeskern as bk
+from bayeskern import _compile
+from bayeskern._compile import NUMPY, NUMPY_OBJECTIVE, numpy_function
+from bayeskern._squared_ratios import SquaredRatio
+
+K = bk.kernels
+LARGEST = np.finfo(np.float64).max
+#: z = (log a₁, log ℓ₁, log a₂, log ℓ₂, log ℓₚ, log a₃, log α, log ℓ₃, log σ)
+Z = np.log([1.3, 2.0, 0.7, 3.0, 0.8, 0.5, 1.5, 0.4, 0.3])
+
+
+def _objective(n: int = 80):
+    """The objective of a sum of stationary kernels (RBF, RBF × Periodic, RatQuad: four squared ratios) on random times."""
+    from bayeskern.fit.empirical_bayes import _Objective
+
+    rng = np.random.default_rng(4)
+    X = np.sort(rng.uniform(0.0, 10.0, n))[:, None]
+    y = np.sin(2 * np.pi * X[:, 0]) + 0.1 * X[:, 0] + 0.1 * rng.standard_normal(n)
+    with pm.Model() as m:
+        v = {name: pm.HalfNormal(name, 5.0) for name in ["a1", "l1", "a2", "l2", "lp", "a3", "alpha", "l3", "s"]}
+        kernel = (v["a1"] ** 2 * K.RBF(v["l1"]) + v["a2"] ** 2 * K.RBF(v["l2"]) * K.Periodic(1.0, v["lp"])
+                  + v["a3"] ** 2 * K.RatQuad(v["alpha"], v["l3"]))
+        bk.gp.marginal_likelihood("y", X=X, y=y, kernel=kernel, sigma=v["s"])
+    return _Objective(m, m.observed_RVs[0], include_prior=False)
+
+
+def _compiled_without(build, squared_ratios: bool = True, summed_products: bool = True):
+    """`build()`'s objective compiled without either rewrite (a graph of its own, also on disk)."""
+    with pytest.MonkeyPatch.context() as patch:
+        if not squared_ratios:
+            patch.setattr(_compile, "with_squared_ratios", lambda f: f)
+        if not summed_products:
+            patch.setattr(_compile, "NUMPY_OBJECTIVE", NUMPY)
+        patch.setattr(_compile, "_GRAPHS", [])
+        return build()
+
+
+def _nodes(objective) -> list:
+    return list(objective._value_and_grad.function.maker.fgraph.toposort())
+
+
+# -- SquaredRatio ---------------------------------------------------------------------------------------------------
+
+def test_squared_ratio_is_the_clipped_quotient_squared_to_the_bit():
+    """(t/ℓ)² as the kernels compute it, sqr(clip(t/ℓ, ± the largest float)), bit for bit (assert_array_equal), for t
+    from 0 to ± the largest float and ℓ from 1e-300 to 1e300: quotients that overflow (∞), underflow (0) or are exact."""
+    t, ell = pt.vector("t"), pt.scalar("ell")
+    f = numpy_function([t, ell], SquaredRatio()(t, ell))
+    clipped = numpy_function([t, ell], pt.square(pt.clip(t / ell, -LARGEST, LARGEST)))
+    values = np.array([0.0, -0.0, 1e-300, -3.5, 0.1, 2.0, 1e150, -1e200, LARGEST, -LARGEST])
+    for scale in [1e-300, 1e-5, 1.0, 7.3, 1e5, 1e300]:
+        np.testing.assert_array_equal(f(values, scale), clipped(values, scale))
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(f(values, scale), np.square(values / scale))
+
+
+def test_squared_ratio_gradient_is_the_formula_and_zero_where_the_quotient_overflows():
+    """∂/∂ℓ and ∂/∂t of Σ w·e, e = exp(−½(t/ℓ)²), against the formulas ∂/∂ℓ = Σ w·e·t²/ℓ³ and ∂/∂tᵢ = −wᵢ·eᵢ·tᵢ/ℓ²
+    (rtol 1e-13: a few roundings), and against the autodiff of the clipped form. A quotient that overflows (t = 1e300,
+    ℓ = 1e-10) adds 0 to both, as the clip's gradient does: not NaN."""
+    t, ell, w = pt.vector("t"), pt.scalar("ell"), pt.vector("w")
+
+    def gradients(r2):
+        return numpy_function([t, ell, w], pt.grad(pt.sum(w * pt.exp(-0.5 * r2)), [ell, t]))
+
+    ratio = gradients(SquaredRatio()(t, ell))
+    clipped = gradients(pt.square(pt.clip(t / ell, -LARGEST, LARGEST)))
+    rng = np.random.default_rng(0)
+    tv, wv = rng.uniform(-3.0, 3.0, 40), rng.standard_normal(40)
+    for ellv in [0.3, 1.0, 2.5]:
+        e = np.exp(-0.5 * (tv / ellv) ** 2)
+        d_ell, d_t = ratio(tv, ellv, wv)
+        np.testing.assert_allclose(d_ell, np.sum(wv * e * tv**2) / ellv**3, rtol=1e-13)
+        np.testing.assert_allclose(d_t, -wv * e * tv / ellv**2, rtol=1e-13)
+        for a, b in zip(ratio(tv, ellv, wv), clipped(tv, ellv, wv), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-13)
+    far = np.append(tv, 1e300)
+    d_ell, d_t = ratio(far, 1e-10, np.append(wv, 1.0))
+    assert np.isfinite(d_ell) and np.all(np.isfinite(d_t)) and d_t[-1] == 0.0
+    np.testing.assert_allclose(d_ell, ratio(tv, 1e-10, wv)[0], rtol=0, atol=0)
+
+
+def test_the_objective_differentiates_its_squared_ratios_and_keeps_its_numbers():
+    """The objective of RBF + RBF × Periodic + RatQuad on random times: each of its four squared ratios is one SquaredRatio
+    (the Periodic's sines and the differences alike), no clip and no finiteness mask is left, and its value is the one
+    compiled without the rewrite to the bit; its gradient to 1e-12 of its largest entry (the same terms, other order)."""
+    rewritten = _objective()
+    plain = _compiled_without(_objective, squared_ratios=False)
+    assert sum(isinstance(node.op, SquaredRatio) for node in _nodes(rewritten)) == 4
+    assert not any(isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, Clip) for node in _nodes(rewritten))
+    assert any(isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, Clip) for node in _nodes(plain))
+    for z in [Z, Z + 0.4, Z - 0.7]:
+        (f, g), (f0, g0) = rewritten(z), plain(z)
+        assert f == f0
+        np.testing.assert_allclose(g, g0, rtol=0, atol=1e-12 * np.max(np.abs(g0)))
+
+
+# -- SummedProducts -------------------------------------------------------------------------------------------------
+
+def _vector_products(fn) -> list:
+    return [node for node in fn.maker.fgraph.toposort()
+            if isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, Mul) and node.outputs[0].type.shape != (1,)
+            and node.outputs[0].ndim == 1]
+
+
+def test_sums_of_products_share_their_common_factors():
+    """Σ(s₁·a·b) + Σ(s₂·a·b·c)·Σ(s₃·a·b·d): a·b is formed once and each larger product starts from it, the scalars
+    multiply the sums (three products of two vectors each, where numpy alone makes three of 2–3 passes each);
+    the numbers are numpy's to 1e-14 (the same terms in another order)."""
+    a, b, c, d = (pt.vector(name) for name in "abcd")
+    s1, s2, s3 = (pt.scalar(name) for name in ("s1", "s2", "s3"))
+    f = pt.sum(s1 * a * b) + pt.sum(s2 * a * b * c) * pt.sum(s3 * a * b * d)
+    inputs = [a, b, c, d, s1, s2, s3]
+    shared = _compile._function(inputs, f, mode=NUMPY_OBJECTIVE)
+    plain = _compile._function(inputs, f, mode=NUMPY)
+    products = _vector_products(shared)
+    assert len(products) == 3 and all(len(node.inputs) == 2 for node in products)
+    ab = next(node.outputs[0] for node in products if {v.name for v in node.inputs} == {"a", "b"})
+    assert sum(ab in node.inputs for node in products) == 2
+    assert sum(len(node.inputs) - 1 for node in _vector_products(plain)) > 3
+    rng = np.random.default_rng(1)
+    values = [rng.standard_normal(1000) for _ in range(4)] + [0.5, -1.5, 2.0]
+    av, bv, cv, dv, v1, v2, v3 = values
+    expected = np.sum(v1 * av * bv) + np.sum(v2 * av * bv * cv) * np.sum(v3 * av * bv * dv)
+    np.testing.assert_allclose(shared(*values), expected, rtol=1e-14)
+
+
+def test_the_objective_gradient_with_shared_products_is_the_same():
+    """The objective above compiled without `SummedProducts` (mode NUMPY): the same value to the bit, the gradient to 1e-12
+    of its largest entry; and central differences of the value agree with it (step 1e-6: truncation ~1e-12, round-off
+    ~1e-10/h; rtol 1e-6)."""
+    rewritten = _objective()
+    plain = _compiled_without(_objective, summed_products=False)
+    for z in [Z, Z + 0.3]:
+        (f, g), (f0, g0) = rewritten(z), plain(z)
+        assert f == f0
+        np.testing.assert_allclose(g, g0, rtol=0, atol=1e-12 * np.max(np.abs(g0)))
+    h = 1e-6
+    central = [(rewritten(Z + h * e)[0] - rewritten(Z - h * e)[0]) / (2 * h) for e in np.eye(len(Z))]
+    np.testing.assert_allclose(rewritten(Z)[1], central, rtol=1e-6, atol=1e-6)
