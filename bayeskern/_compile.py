@@ -382,6 +382,8 @@ NUMPY = Mode(
 #: times, one evaluation (medians of alternated evaluations in one process, each over a Cholesky of the same size):
 #: n = 500 7.3 → 6.4 Choleskys, n = 2000 5.4 → 4.5
 NUMPY_OBJECTIVE = Mode(linker="py", optimizer=NUMPY.provided_optimizer.register((SummedProducts(), 49.4)))
+#: the modes on PyTensor's Python linker, each with what its rewrites add to NUMPY's (part of a graph's key on disk)
+_NUMPY_MODES = {id(NUMPY): "", id(NUMPY_OBJECTIVE): "SummedProducts"}
 
 
 class _GilReleasingNumbaLinker(NumbaLinker):
@@ -475,15 +477,15 @@ untraced = _SharedFlags(traceback__limit=0)
 
 
 def _function(inputs: list, outputs, **options):
-    """`pytensor.function` with exact arithmetic; in `numpy_mode` when asked for `NUMPY`, its rewritten graph kept on
-    disk for later processes (`_graph_cache`)."""
+    """`pytensor.function` with exact arithmetic; in `numpy_mode` when asked for `NUMPY` or `NUMPY_OBJECTIVE`, its
+    rewritten graph kept on disk for later processes (`_graph_cache`), under a key that tells the two modes apart."""
     with exact_arithmetic(), untraced():
-        mode = options.get("mode")
-        if mode is not NUMPY and mode is not NUMPY_OBJECTIVE:
+        context = _NUMPY_MODES.get(id(options.get("mode")))  # (the mode passed, whatever name it is reached by)
+        if context is None:
             return pytensor.function(inputs, outputs, **options)
         with numpy_mode():
             return _graph_cache.function(inputs, outputs, compile_=lambda: pytensor.function(inputs, outputs, **options),
-                                         context="objective" if mode is NUMPY_OBJECTIVE else "", **options)
+                                         context=context, **options)
 
 
 def numpy_function(inputs: list, outputs, **options):

@@ -45,7 +45,7 @@ class _Unkeyable(Exception):
 
 def function(inputs: list, outputs, compile_: Callable[[], object], context: str = "", **options):
     """`compile_()` (PyTensor's `function(inputs, outputs, **options)`, `options["mode"]` a mode on PyTensor's Python
-    linker: bayeskern's NUMPY), or the same function assembled from the rewritten graph an earlier call of the same
+    linker: bayeskern's NUMPY or NUMPY_OBJECTIVE), or the same function assembled from the rewritten graph an earlier call of the same
     structure kept under PyTensor's compile directory.
 
     Rewriting a graph costs from ~10 ms to a few hundred; loading the rewritten one costs ~1–10 ms. Two graphs share a

@@ -9,7 +9,7 @@ import scipy.linalg.blas
 import scipy.linalg.lapack
 
 __all__ = [
-    "EPS", "JITTER_STEPS", "LOG_2PI", "PSD_ROUNDOFF", "RCOND_PROOF_MARGIN", "announce_jitter", "cho_solve", "cholesky",
+    "EPS", "JITTER_STEPS", "LARGEST", "LOG_2PI", "PSD_ROUNDOFF", "RCOND_PROOF_MARGIN", "announce_jitter", "cho_solve", "cholesky",
     "escalate_jitter", "exact_cholesky", "jitter_scale", "loo_gaussian", "minus_gram", "mirror_lower", "psd_eigh", "psd_factor", "psd_tolerance", "solve_lower",
 ]
 
@@ -31,6 +31,8 @@ PSD_ROUNDOFF = 100
 
 #: the smallest positive normal float64 (read from np.finfo here only, like EPS): a floor for a divisor that may be 0
 TINY = float(np.finfo(float).tiny)
+#: the largest float64, a numpy float64 (a Python float would be tried as float32 first where PyTensor types a constant)
+LARGEST = np.finfo(np.float64).max
 
 
 def psd_tolerance(eigenvalues, scale: float | None = None) -> float:

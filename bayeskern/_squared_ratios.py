@@ -9,15 +9,18 @@ from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.scalar.basic import Clip, Sqr, TrueDiv
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 
+from bayeskern._linalg import LARGEST
+
 __all__ = ["SquaredRatio", "with_squared_ratios"]
 
-_LARGEST = np.finfo(np.float64).max
 
 
 class SquaredRatio(Op):
     """r² = (t/ℓ)² of float64 differences t (any shape) and a length scale ℓ (a scalar): the kernels' sqr(clip(t/ℓ,
-    ± the largest float)) (`kernels.stationary._sum_of_squares`) to the bit, as the clip changes no square (a quotient
-    of ±∞ squares to ∞, as ± the largest float does).
+    ± the largest float)) (`kernels.stationary._sum_of_squares`) of the same t and ℓ to the bit, as the clip changes no
+    square (a quotient of ±∞ squares to ∞, as ± the largest float does). In a graph, PyTensor rewrites a division it
+    sees, t/e^z, into t·e^−z (`local_div_exp_to_mul_exp`): where it would have, r² here is the exact quotient's square,
+    a rounding apart (an isotropic kernel on several columns, a Periodic whose period is a hyperparameter).
 
     Its gradient: ∂r²/∂ℓ = −2r²/ℓ reads r², capped at the largest float (r² = ∞ only where the kernel is 0, and its
     gradient there with it): Σ gz·min(r², max)·(−2/ℓ), one pass over the pairs beside the product it is dotted with
@@ -52,7 +55,7 @@ class SquaredRatio(Op):
         (gz,) = output_grads
         quotient = t / ell
         d_t = 2.0 * gz * pt.switch(pt.isfinite(quotient), quotient, 0.0) / ell  # ∂(t/ℓ)²/∂t = 2(t/ℓ)/ℓ
-        d_ell = pt.sum(gz * pt.minimum(r2, _LARGEST)) * (-2.0 / ell)  # ∂(t/ℓ)²/∂ℓ = −2(t/ℓ)²/ℓ
+        d_ell = pt.sum(gz * pt.minimum(r2, LARGEST)) * (-2.0 / ell)  # ∂(t/ℓ)²/∂ℓ = −2(t/ℓ)²/ℓ
         return [d_t, d_ell]
 
 
@@ -60,8 +63,10 @@ _squared_ratio = SquaredRatio()
 
 
 def with_squared_ratios(f):
-    """f with each sqr(clip(t/ℓ, −max, max)) of a float64 t and a scalar ℓ (a stationary kernel's r² per input column)
-    as SquaredRatio(t, ℓ): the same value to the bit, before f is differentiated."""
+    """f with each sqr(clip(t/ℓ, −max, max)) of a float64 t and a scalar ℓ (a stationary kernel's r² per input column,
+    as `kernels.stationary._sum_of_squares` builds it) as SquaredRatio(t, ℓ), before f is differentiated: the same
+    value to a rounding of r² (to the bit where PyTensor would not rewrite the division). After
+    `_distinct_pairs.with_distinct_pairs`, which looks for pairs computed by Elemwise nodes alone."""
     replacements = {}
     for node in io_toposort(list(graph_inputs([f])), [f]):
         found = _squared_ratio_of(node)
@@ -78,7 +83,7 @@ def _squared_ratio_of(node):
     if not _is_elemwise(clipped, Clip):
         return None
     quotient, lo, hi = clipped.inputs
-    bounds = all(_is_constant(b, v) for b, v in ((lo, -_LARGEST), (hi, _LARGEST)))
+    bounds = all(_is_constant(b, v) for b, v in ((lo, -LARGEST), (hi, LARGEST)))
     division = quotient.owner
     if not bounds or not _is_elemwise(division, TrueDiv):
         return None

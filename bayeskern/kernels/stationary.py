@@ -5,7 +5,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
 
-from bayeskern._linalg import TINY
+from bayeskern._linalg import LARGEST, TINY
 from bayeskern._validation import check_number, is_symbolic
 from bayeskern.kernels.base import Kernel
 
@@ -23,7 +23,6 @@ DIFFERENCE_COLUMNS = 8
 #: d = 2 0.424 / 0.409, d = 3 0.461 / 0.415, d = 5 0.536 / 0.408
 CROSS_DIFFERENCE_COLUMNS = 2
 
-_LARGEST = np.finfo(np.float64).max  # a numpy float64: a Python float would be tried as float32 first
 #: the Gram form rescales z = (x − x₁)/ℓ only where some |z| exceeds this, 2⁵⁰⁰ ≈ 3e150: below it ‖z‖² ≤ d·2¹⁰⁰⁰ cannot
 #: overflow, and the near points' squares, ~|z|²/s², stay normal floats unless the inputs span ~300 orders of magnitude
 GRAM_LIMIT = np.float64(2.0**500)
@@ -79,7 +78,7 @@ def _sum_of_squares(terms: list, ell):
     The clip at ± the largest float changes no number; it stops Numba's fastmath (reassociation) from
     computing (t/ℓ)² as t²·ℓ⁻², which is 0·∞ = NaN at t = 0 once ℓ < 1e-154.
     """
-    return sum(pt.square(pt.clip(t / ell[k], -_LARGEST, _LARGEST)) for k, t in enumerate(terms))
+    return sum(pt.square(pt.clip(t / ell[k], -LARGEST, LARGEST)) for k, t in enumerate(terms))
 
 
 def _sqdist_from_gram(X, Xs, ell):
@@ -94,7 +93,7 @@ def _sqdist_from_gram(X, Xs, ell):
     c = disconnected_grad(pt.sort(X, axis=0)[X.shape[0] // 2])
 
     def z(A):
-        return pt.clip((A - c) / ell, -_LARGEST, _LARGEST)
+        return pt.clip((A - c) / ell, -LARGEST, LARGEST)
 
     Z = z(X)
     Zs = Z if Xs is None else z(Xs)
