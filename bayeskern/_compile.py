@@ -278,18 +278,20 @@ class _IntoOneArray(Elemwise):
     is in place, and folds a variadic Add or Mul through a new array per operand. At n(n + 1)/2 pairs each new array
     costs its page faults: the 11-parameter additive kernel at n = 2000 spent 45 ms on one five-operand Mul. The
     numbers are the same ufuncs' in the same order: bit for bit Elemwise's (exp is not evaluated where it is exactly 0
-    and most of it is: `_exp`). Operands all of fewer than ONE_ARRAY_MIN_SIZE
-    entries are left to Elemwise's `perform`.
+    and most of it is: `_exp`). Operands all of fewer than ONE_ARRAY_MIN_SIZE entries are computed in new memory
+    (`_small`).
     """
 
     def perform(self, node, inputs, output_storage):
         largest = max(np.size(x) for x in inputs)  # (a result as large by broadcasting alone: the same)
         small = largest < ONE_ARRAY_MIN_SIZE and (reused_arrays.depth == 0 or largest < REUSE_MIN_SIZE)
-        if small and len(inputs) + 1 <= ELEMWISE_MAX_OPERANDS:  # (beyond, Elemwise's perform refuses: the fold below)
-            return super().perform(node, inputs, output_storage)
         variadic = isinstance(self.scalar_op, Add | Mul) and len(inputs) > 2
+        dtype = node.outputs[0].type.dtype
+        if small:
+            output_storage[0][0] = np.asarray(self._small(node, inputs, variadic), dtype=dtype)
+            return
         self._check_runtime_broadcast(node, inputs)
-        dtype, shape = node.outputs[0].type.dtype, np.broadcast_shapes(*(np.shape(x) for x in inputs))
+        shape = np.broadcast_shapes(*(np.shape(x) for x in inputs))
         k = self.inplace_pattern.get(0)
         target = inputs[k] if k is not None and (k < 2 or not variadic) else None  # a variadic fold reads operands ≥ 2 later
         if isinstance(target, np.ndarray) and target.shape == shape and target.dtype == dtype and target.flags.writeable:
@@ -307,6 +309,22 @@ class _IntoOneArray(Elemwise):
             else:
                 ufunc(*inputs, out=out)
         output_storage[0][0] = out
+
+    def _small(self, node, inputs, variadic: bool):
+        """The ufunc's result on operands below ONE_ARRAY_MIN_SIZE, in new memory (allocated cheaply at that size), a
+        variadic Add or Mul folded left to right: Elemwise's numbers (its Python `impl` of a variadic Add or Mul adds
+        or multiplies its operands in the same order, element by element; a sum's zero may keep its sign here), without
+        its per-call work — 10–20 µs a node on a scalar (a hyperparameter's transforms: ~50 nodes of an evaluation)."""
+        if any(np.ndim(x) for x in inputs):  # (scalars cannot broadcast at run time)
+            self._check_runtime_broadcast(node, inputs)
+        ufunc = getattr(np, self.nfunc_spec[0])
+        with np.errstate(all="ignore"):
+            if not variadic:
+                return ufunc(*inputs)
+            result = ufunc(inputs[0], inputs[1])
+            for x in inputs[2:]:
+                result = ufunc(result, x)
+            return result
 
 
 @node_rewriter([Elemwise])

@@ -238,7 +238,7 @@ def test_the_numpy_mode_writes_each_elementwise_result_into_one_array_with_the_s
     assert any(len(n.inputs) > 2 for n in into_one.maker.fgraph.apply_nodes if isinstance(n.op, _IntoOneArray))
     assert not [n for n in elementwise.maker.fgraph.apply_nodes if isinstance(n.op, _IntoOneArray)]
     rng = np.random.default_rng(0)
-    for size in (1000, ONE_ARRAY_MIN_SIZE + 1):  # Elemwise's own perform below ONE_ARRAY_MIN_SIZE entries, into one array above
+    for size in (1000, ONE_ARRAY_MIN_SIZE + 1):  # new memory (`_small`) below ONE_ARRAY_MIN_SIZE entries, into one array above
         xv, yv = rng.standard_normal(size), rng.standard_normal(size)
         kept = xv.copy(), yv.copy()
         for got, want in zip(into_one(xv, yv, 0.7), elementwise(xv, yv, 0.7), strict=True):
