@@ -1,12 +1,9 @@
 """Compile a PyTensor graph once per structure and reuse it: the one path from symbols to numbers."""
 
-import contextlib
-import math
-import sys
 import threading
 import types
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 
 import numpy as np
 import pytensor
@@ -23,7 +20,16 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.rewriting.basic import MergeOptimizer, in2out, node_rewriter
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.link.numba.linker import NumbaLinker
-from pytensor.scalar.basic import AND, GE, LE, Add, Clip, FixedLogicalComparison, Mul, upcast_out_no_complex
+from pytensor.scalar.basic import (
+    AND,
+    GE,
+    LE,
+    Add,
+    Clip,
+    FixedLogicalComparison,
+    Mul,
+    upcast_out_no_complex,
+)
 from pytensor.tensor.basic import Alloc, AllocEmpty
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.math import Sum
@@ -31,6 +37,7 @@ from pytensor.tensor.random.basic import BernoulliRV, CauchyRV, GumbelRV, HalfNo
 
 from bayeskern import _graph_cache
 from bayeskern._distinct_pairs import with_distinct_pairs
+from bayeskern._reused_arrays import REUSE_MIN_SIZE, SharedScope, reused_arrays
 from bayeskern._squared_ratios import with_squared_ratios
 from bayeskern._summed_products import SummedProducts
 
@@ -164,85 +171,6 @@ def _inline_op_from_graph(fgraph, node):
 ONE_ARRAY_MIN_SIZE = 2**18
 
 
-#: from this many entries (128 KiB of float64, where glibc starts to map memory apart) an elementwise result is taken from `reused_arrays` while one is open
-REUSE_MIN_SIZE = 2**14
-#: `reused_arrays` keeps at most this many bytes; beyond, results are allocated as usual
-REUSE_MAX_BYTES = 2**30
-
-
-class _SharedScope:
-    """A block that may be open in several threads at once: `_first_opened` runs when the first scope opens,
-    `_last_closed` when the last one closes (one depth count under a lock, not a restore per scope)."""
-
-    def __init__(self):
-        self.lock, self.depth = threading.Lock(), 0
-
-    @contextlib.contextmanager
-    def __call__(self) -> Iterator[None]:
-        with self.lock:
-            if self.depth == 0:
-                self._first_opened()
-            self.depth += 1
-        try:
-            yield
-        finally:
-            with self.lock:
-                self.depth -= 1
-                if self.depth == 0:
-                    self._last_closed()
-
-    def _first_opened(self) -> None:
-        pass
-
-    def _last_closed(self) -> None:
-        pass
-
-
-class _ReusedArrays(_SharedScope):
-    """Inside this block (in any thread), the large elementwise results of numpy-mode functions (`_IntoOneArray`) are
-    arrays kept from earlier evaluations that nothing else holds any more, instead of new memory.
-
-    Each evaluation of an objective over the pairs of points frees and allocates the same arrays again; the allocator
-    returns freed memory at the top of its heap to the system and every new page costs a page fault: measured at
-    n = 500 on the 11-parameter additive kernel, ~6300 page faults per evaluation and 60–70 ms of it, against
-    31–46 ms with glibc told to keep its memory (MALLOC_TRIM_THRESHOLD_). That setting would reach every array of the
-    process; this block keeps only these arrays, only while it is open (an empirical-Bayes fit), and lets them go at its
-    end. An array is free when its only references are the block's own (no view of it, no storage holds it).
-    """
-
-    def __init__(self):
-        super().__init__()
-        self.arrays, self.nbytes = {}, 0
-
-    def _last_closed(self) -> None:
-        self.arrays, self.nbytes = {}, 0
-
-    def empty(self, shape: tuple, dtype) -> np.ndarray:
-        """A free kept array of this shape and dtype, else a new one (kept while the block is open)."""
-        dtype = np.dtype(dtype)
-        if self.depth == 0 or math.prod(shape) < REUSE_MIN_SIZE:
-            return np.empty(shape, dtype=dtype)
-        with self.lock:  # taking one is not atomic under the GIL: two threads could find the same array free
-            if self.depth == 0:  # the block closed meanwhile: nothing is kept now
-                return np.empty(shape, dtype=dtype)
-            kept = self.arrays.setdefault((shape, dtype), [])
-            for k in range(len(kept)):
-                if sys.getrefcount(kept[k]) == 2:  # the list's reference and getrefcount's argument: nothing else holds it
-                    return kept[k]
-            out = np.empty(shape, dtype=dtype)
-            if self.nbytes + out.nbytes <= REUSE_MAX_BYTES:
-                kept.append(out)
-                self.nbytes += out.nbytes
-            return out
-
-    def zeros(self, shape: tuple, dtype) -> np.ndarray:
-        """`empty`, filled with zeros."""
-        out = self.empty(shape, dtype)
-        out.fill(0)
-        return out
-
-
-reused_arrays = _ReusedArrays()
 
 
 #: float64's exp is exactly 0 below this (it rounds to 0 below about −745.13; its smallest subnormal, 4.9e-324, is
@@ -436,7 +364,7 @@ _MAX_GRAPHS = 64
 _GRAPHS: list = []  # (inputs with the data's stand-ins, outputs, compile options, function, lock); newest last
 _GRAPHS_LOCK = threading.Lock()
 
-class _SharedFlags(_SharedScope):
+class _SharedFlags(SharedScope):
     """PyTensor flags set while any scope of this object is open, in any thread; restored when the last one closes.
 
     PyTensor's flags are process-wide, so scopes that overlap across threads must not restore them

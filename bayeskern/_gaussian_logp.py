@@ -20,7 +20,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from scipy.linalg import lapack
 
-from bayeskern._compile import reused_arrays
+from bayeskern._reused_arrays import reused_arrays
 from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI, RCOND_PROOF_MARGIN
 
 __all__ = ["GaussianLogp", "gaussian_logp"]

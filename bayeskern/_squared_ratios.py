@@ -10,6 +10,7 @@ from pytensor.scalar.basic import Clip, Sqr, TrueDiv
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 
 from bayeskern._linalg import LARGEST
+from bayeskern._reused_arrays import reused_arrays
 
 __all__ = ["SquaredRatio", "with_squared_ratios"]
 
@@ -37,11 +38,10 @@ class SquaredRatio(Op):
             raise TypeError(f"SquaredRatio takes float64 t and a float64 scalar ℓ, not {t.type} and {ell.type}")
         return Apply(self, [t, ell], [t.type()])
 
-    def perform(self, node, inputs, output_storage):
-        from bayeskern._compile import (
-            reused_arrays,  # (here: _compile imports this module)
-        )
+    def infer_shape(self, node, shapes):
+        return [shapes[0]]
 
+    def perform(self, node, inputs, output_storage):
         t, ell = inputs
         out = reused_arrays.empty(np.shape(t), "float64")
         with np.errstate(all="ignore"):

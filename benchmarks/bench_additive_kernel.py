@@ -109,7 +109,7 @@ def model(X, y):
 def per_evaluation(n: int, repeats: int = 21, times: str = "random") -> tuple[float, float, float]:
     """Seconds of one value-and-gradient evaluation (at perturbed points) and of one Cholesky of an n × n SPD matrix,
     medians, and the median of their ratios: the two alternate, so that a drift of the machine's speed reaches both."""
-    from bayeskern._compile import reused_arrays
+    from bayeskern._reused_arrays import reused_arrays
     from bayeskern.fit.empirical_bayes import _Objective
     from bayeskern.likelihood import find_likelihood
 

@@ -18,7 +18,7 @@ from bench_gp_posterior import median_time
 
 from threadpoolctl import threadpool_limits
 
-from bayeskern._compile import reused_arrays
+from bayeskern._reused_arrays import reused_arrays
 from bayeskern._gaussian_logp import _logp_and_gradients_scipy
 from bayeskern._gaussian_logp_numba import _logp_and_gradients
 

@@ -319,7 +319,8 @@ def test_inside_reused_arrays_a_result_is_written_into_an_array_only_once_nothin
     """`reused_arrays`: the numpy mode's large elementwise results go into arrays kept from earlier calls that nothing
     else holds any more: the same numbers, bit for bit; a result a caller still holds is never written over; the arrays
     kept do not grow from one call to the next; the block lets them go at its end."""
-    from bayeskern._compile import NUMPY, REUSE_MIN_SIZE, reused_arrays
+    from bayeskern._compile import NUMPY
+    from bayeskern._reused_arrays import REUSE_MIN_SIZE, reused_arrays
 
     x, a = pt.vector("x"), pt.scalar("a")
     u = pt.exp(-0.5 * x**2 / a)

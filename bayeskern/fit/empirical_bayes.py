@@ -17,7 +17,8 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
 from bayeskern._blas import blas_for_size
-from bayeskern._compile import NUMPY, compiled_graph, numpy_mode, reused_arrays, untraced
+from bayeskern._compile import NUMPY, compiled_graph, numpy_mode, untraced
+from bayeskern._reused_arrays import reused_arrays
 from bayeskern._gaussian_logp import GaussianLogp
 from bayeskern._json import jsonable
 from bayeskern._validation import check_flag, check_integer, check_model, check_seed
