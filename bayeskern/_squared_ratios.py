@@ -12,7 +12,7 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from bayeskern._linalg import LARGEST
 from bayeskern._reused_arrays import reused_arrays
 
-__all__ = ["SquaredRatio", "with_squared_ratios"]
+__all__ = ["AtMostLargest", "SquaredRatio", "with_squared_ratios"]
 
 
 
@@ -24,8 +24,8 @@ class SquaredRatio(Op):
     a rounding apart (an isotropic kernel on several columns, a Periodic whose period is a hyperparameter).
 
     Its gradient: ∂r²/∂ℓ = −2r²/ℓ reads r², capped at the largest float (r² = ∞ only where the kernel is 0, and its
-    gradient there with it): Σ gz·min(r², max)·(−2/ℓ), one pass over the pairs beside the product it is dotted with
-    (`_summed_products`). Differentiating the clip instead forms t/ℓ's finiteness mask and multiplies gz by it, by the
+    gradient there with it; `AtMostLargest`): Σ gz·min(r², max)·(−2/ℓ), one pass over the pairs for the product with
+    the factors its sum shares with the amplitude's (`_summed_products`). Differentiating the clip instead forms t/ℓ's finiteness mask and multiplies gz by it, by the
     clipped quotient and by t: three passes more, per component of a sum of kernels. ∂r²/∂t = 2(t/ℓ)/ℓ where t/ℓ is
     finite, 0 where it overflows (the clip's gradient), for t that depends on the inputs (a Periodic's period).
     """
@@ -55,11 +55,38 @@ class SquaredRatio(Op):
         (gz,) = output_grads
         quotient = t / ell
         d_t = 2.0 * gz * pt.switch(pt.isfinite(quotient), quotient, 0.0) / ell  # ∂(t/ℓ)²/∂t = 2(t/ℓ)/ℓ
-        d_ell = pt.sum(gz * pt.minimum(r2, LARGEST)) * (-2.0 / ell)  # ∂(t/ℓ)²/∂ℓ = −2(t/ℓ)²/ℓ
+        d_ell = pt.sum(gz * _at_most_largest(r2)) * (-2.0 / ell)  # ∂(t/ℓ)²/∂ℓ = −2(t/ℓ)²/ℓ
         return [d_t, d_ell]
 
 
 _squared_ratio = SquaredRatio()
+
+
+class AtMostLargest(Op):
+    """min(x, the largest float) of a float64 x: x itself (a view) where no entry is ∞ or NaN — one pass that reads x,
+    where np.minimum writes a new array (a vector of pairs kept until the gradient's end: new memory at each call)."""
+
+    __props__ = ()
+    view_map = {0: [0]}
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def infer_shape(self, node, shapes):
+        return [shapes[0]]
+
+    def perform(self, node, inputs, output_storage):
+        (x,) = inputs
+        output_storage[0][0] = x if np.isfinite(np.max(x, initial=0.0)) else np.minimum(x, LARGEST)
+
+    def pullback(self, inputs, outputs, output_grads):
+        (x,) = inputs
+        (gz,) = output_grads
+        return [gz * pt.le(x, LARGEST)]  # (np.minimum's: 1 below the largest float, 0 at ∞)
+
+
+_at_most_largest = AtMostLargest()
 
 
 def with_squared_ratios(f):

@@ -11,7 +11,7 @@ from pytensor.tensor.elemwise import Elemwise
 import bayeskern as bk
 from bayeskern import _compile
 from bayeskern._compile import NUMPY, NUMPY_OBJECTIVE, numpy_function
-from bayeskern._squared_ratios import SquaredRatio
+from bayeskern._squared_ratios import AtMostLargest, SquaredRatio
 
 K = bk.kernels
 LARGEST = np.finfo(np.float64).max
@@ -90,6 +90,22 @@ def test_squared_ratio_gradient_is_the_formula_and_zero_where_the_quotient_overf
     d_ell, d_t = ratio(far, 1e-10, np.append(wv, 1.0))
     assert np.isfinite(d_ell) and np.all(np.isfinite(d_t)) and d_t[-1] == 0.0
     np.testing.assert_allclose(d_ell, ratio(tv, 1e-10, wv)[0], rtol=0, atol=0)
+
+
+def test_at_most_largest_is_the_input_itself_where_it_is_finite_else_its_minimum_with_the_largest_float():
+    """`AtMostLargest` (the gradient's min(r², max)): the input where nothing is ∞ or NaN, else numpy's minimum (the
+    input untouched), NaN kept; its gradient np.minimum's (1 below the largest float, 0 at ∞)."""
+    x = pt.vector("x")
+    op = AtMostLargest()
+    f = numpy_function([x], op(x))
+    finite = np.array([0.0, 3.5, 1e300, LARGEST])
+    np.testing.assert_array_equal(f(finite), finite)
+    wide = np.array([0.0, np.inf, 2.0, np.nan])
+    kept = wide.copy()
+    np.testing.assert_array_equal(f(wide), np.minimum(wide, LARGEST))
+    np.testing.assert_array_equal(wide, kept)
+    grad = numpy_function([x], pt.grad(pt.sum(op(x) * 3.0), x))
+    np.testing.assert_array_equal(grad(np.array([1.0, np.inf, 2.0])), [3.0, 0.0, 3.0])
 
 
 def test_the_objective_differentiates_its_squared_ratios_and_keeps_its_numbers():
