@@ -326,7 +326,7 @@ NUMPY = Mode(
 #: sums products over the pairs: those sums with their common factors multiplied once (`SummedProducts`, before the
 #: in-place rewrites). With `with_squared_ratios` before differentiating, the 11-parameter additive kernel on random
 #: times, one evaluation (medians of alternated evaluations in one process, each over a Cholesky of the same size):
-#: n = 500 7.3 → 6.4 Choleskys, n = 2000 5.4 → 4.5
+#: n = 500 7.1 → 6.1 Choleskys, n = 2000 5.1 → 4.5 (BENCHMARKS.md, session 35)
 NUMPY_OBJECTIVE = Mode(linker="py", optimizer=NUMPY.provided_optimizer.register((SummedProducts(), 49.4)))
 #: the modes on PyTensor's Python linker, each with what its rewrites add to NUMPY's (part of a graph's key on disk)
 _NUMPY_MODES = {id(NUMPY): "", id(NUMPY_OBJECTIVE): "SummedProducts"}
