@@ -162,7 +162,7 @@ def _inline_op_from_graph(fgraph, node):
     return inline_ofg_node(node)
 
 
-#: below this many entries `_IntoOneArray` runs Elemwise's own `perform`: there the temporaries it would save are
+#: below this many entries `_IntoOneArray` computes its result in new memory (`_small`): there the temporaries it would save are
 #: memory the allocator hands back at once to the next large array, and saving them moved the page faults elsewhere.
 #: Measured per EB evaluation without this floor, medians of 2–3 fresh processes alternated with the plain Elemwise:
 #: sum kernel n = 500 (125 250 pairs) 12.5 → 13.8 ms, n = 1000 55.5 → 54.3, n = 2000 242 → 226; additive kernel
@@ -240,9 +240,9 @@ class _IntoOneArray(Elemwise):
 
     def _small(self, node, inputs, variadic: bool):
         """The ufunc's result on operands below ONE_ARRAY_MIN_SIZE, in new memory (allocated cheaply at that size), a
-        variadic Add or Mul folded left to right: Elemwise's numbers (its Python `impl` of a variadic Add or Mul adds
-        or multiplies its operands in the same order, element by element; a sum's zero may keep its sign here), without
-        its per-call work — 10–20 µs a node on a scalar (a hyperparameter's transforms: ~50 nodes of an evaluation)."""
+        variadic Add or Mul folded left to right with the binary ufunc, as Elemwise's `perform` folds it (PyTensor's
+        `prepare_node`): bit for bit its numbers, signed zeros included, without its per-call work — 10–20 µs a node on
+        a scalar (a hyperparameter's transforms: ~50 nodes of an evaluation)."""
         if any(np.ndim(x) for x in inputs):  # (scalars cannot broadcast at run time)
             self._check_runtime_broadcast(node, inputs)
         ufunc = getattr(np, self.nfunc_spec[0])
