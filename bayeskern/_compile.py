@@ -20,16 +20,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.rewriting.basic import MergeOptimizer, in2out, node_rewriter
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.link.numba.linker import NumbaLinker
-from pytensor.scalar.basic import (
-    AND,
-    GE,
-    LE,
-    Add,
-    Clip,
-    FixedLogicalComparison,
-    Mul,
-    upcast_out_no_complex,
-)
+from pytensor.scalar.basic import AND, GE, LE, Add, Clip, FixedLogicalComparison, Mul, upcast_out_no_complex
 from pytensor.tensor.basic import Alloc, AllocEmpty
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.math import Sum
@@ -169,8 +160,6 @@ def _inline_op_from_graph(fgraph, node):
 #: n = 500 30.7 → 30.8, n = 1000 131 → 124, n = 2000 542 → 461. Inside `reused_arrays` the floor is REUSE_MIN_SIZE:
 #: there the array written into is kept memory, not new pages
 ONE_ARRAY_MIN_SIZE = 2**18
-
-
 
 
 #: float64's exp is exactly 0 below this (it rounds to 0 below about −745.13; its smallest subnormal, 4.9e-324, is
@@ -329,7 +318,7 @@ NUMPY = Mode(
 #: n = 500 7.1 → 6.1 Choleskys, n = 2000 5.1 → 4.5 (BENCHMARKS.md, session 35)
 NUMPY_OBJECTIVE = Mode(linker="py", optimizer=NUMPY.provided_optimizer.register((SummedProducts(), 49.4)))
 #: the modes on PyTensor's Python linker, each with what its rewrites add to NUMPY's (part of a graph's key on disk)
-_NUMPY_MODES = {id(NUMPY): "", id(NUMPY_OBJECTIVE): "SummedProducts"}
+_NUMPY_MODES = {NUMPY: "", NUMPY_OBJECTIVE: "SummedProducts"}  # (by identity: Mode has no __eq__)
 
 
 class _GilReleasingNumbaLinker(NumbaLinker):
@@ -426,7 +415,7 @@ def _function(inputs: list, outputs, **options):
     """`pytensor.function` with exact arithmetic; in `numpy_mode` when asked for `NUMPY` or `NUMPY_OBJECTIVE`, its
     rewritten graph kept on disk for later processes (`_graph_cache`), under a key that tells the two modes apart."""
     with exact_arithmetic(), untraced():
-        context = _NUMPY_MODES.get(id(options.get("mode")))  # (the mode passed, whatever name it is reached by)
+        context = _NUMPY_MODES.get(options.get("mode"))  # (the mode object passed, whatever name it is reached by)
         if context is None:
             return pytensor.function(inputs, outputs, **options)
         with numpy_mode():

@@ -2,12 +2,14 @@
 
 import numpy as np
 import pytensor.tensor as pt
-from pytensor.graph.basic import Apply, Constant
+from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.scalar.basic import Clip, Sqr, TrueDiv
+from pytensor.tensor.basic import get_underlying_scalar_constant_value
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.exceptions import NotScalarConstantError
 
 from bayeskern._linalg import LARGEST
 from bayeskern._reused_arrays import reused_arrays
@@ -124,10 +126,11 @@ def _squared_ratio_of(node):
 
 
 def _is_constant(v, value: float) -> bool:
-    """v is the constant `value` (one number), perhaps broadcast (DimShuffle)."""
-    while v.owner is not None and isinstance(v.owner.op, DimShuffle):
-        v = v.owner.inputs[0]
-    return isinstance(v, Constant) and v.data.size == 1 and float(v.data.reshape(())) == value
+    """v is the constant `value` (one number, perhaps broadcast)."""
+    try:
+        return float(get_underlying_scalar_constant_value(v)) == value
+    except NotScalarConstantError:
+        return False
 
 
 def _is_elemwise(node, scalar_op: type) -> bool:

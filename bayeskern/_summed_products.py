@@ -29,14 +29,15 @@ class SummedProducts(GraphRewriter):
         fgraph.attach_feature(ReplaceValidate())
 
     def apply(self, fgraph):
+        nodes = fgraph.toposort()
         rank = {v: k for k, v in enumerate(fgraph.inputs)}
-        for node in fgraph.toposort():
+        for node in nodes:
             rank.update((v, len(rank)) for v in node.outputs)
 
         def order(v):  # (a constant factor: before the rest, in the product's own order)
             return rank.get(v, -1)
 
-        sums = [s for s in (_summed_product(fgraph, node, order) for node in fgraph.toposort()) if s is not None]
+        sums = [s for s in (_summed_product(fgraph, node, order) for node in nodes) if s is not None]
         sums.sort(key=lambda s: len(s[2]))  # (stable: the graph's order among sums of as many factors)
         formed = {}  # the factors of a product formed (sorted by `order`) → the product
         replacements = []
