@@ -228,20 +228,45 @@ class _IntoOneArray(Elemwise):
         output_storage[0][0] = out
 
     def _small(self, node, inputs, variadic: bool):
-        """The ufunc's result on operands below ONE_ARRAY_MIN_SIZE, in new memory (allocated cheaply at that size), a
-        variadic Add or Mul folded left to right with the binary ufunc, as Elemwise's `perform` folds it (PyTensor's
-        `prepare_node`): bit for bit its numbers, signed zeros included, without its per-call work — 10–20 µs a node on
-        a scalar (a hyperparameter's transforms: ~50 nodes of an evaluation)."""
+        """The ufunc's result on operands below ONE_ARRAY_MIN_SIZE, in new memory (allocated cheaply at that size):
+        `_ufunc_fold`'s, without Elemwise's per-call work."""
         if any(np.ndim(x) for x in inputs):  # (scalars cannot broadcast at run time)
             self._check_runtime_broadcast(node, inputs)
-        ufunc = getattr(np, self.nfunc_spec[0])
-        with np.errstate(all="ignore"):
-            if not variadic:
-                return ufunc(*inputs)
-            result = ufunc(inputs[0], inputs[1])
-            for x in inputs[2:]:
-                result = ufunc(result, x)
-            return result
+        return _ufunc_fold(getattr(np, self.nfunc_spec[0]), inputs, variadic)
+
+    def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
+        """Where every operand and the result hold one entry by their types (shape () or (1, …)), a thunk that calls
+        `_ufunc_fold` on them and nothing else: no `perform`, whose per-call work is most of such a node's 8–15 µs.
+        They are a hyperparameter's transforms and the gradient's chain-rule factors, ~50 nodes of an evaluation of the
+        11-parameter additive kernel. The same ufunc calls, so the same numbers. Measured, one evaluation against
+        `perform`, alternated in one process (the same f and ∇f to the bit; BENCHMARKS.md, session 36): that kernel
+        n = 25 −16 %, n = 200 −12 %, n = 500 −4 %; the seeds' sum kernel n = 25 −15 %, n = 500 −5 %."""
+        if debug or not all(all(v.type.broadcastable) for v in (*node.inputs, *node.outputs)):
+            return super().make_py_thunk(node, storage_map, compute_map, no_recycling, debug)
+        ufunc, dtype = getattr(np, self.nfunc_spec[0]), node.outputs[0].type.dtype
+        variadic = isinstance(self.scalar_op, Add | Mul) and len(node.inputs) > 2
+        operands, result = [storage_map[v] for v in node.inputs], storage_map[node.outputs[0]]
+        computed = [] if compute_map is None else [compute_map[node.outputs[0]]]
+
+        def thunk():
+            result[0] = np.asarray(_ufunc_fold(ufunc, [x[0] for x in operands], variadic), dtype=dtype)
+            for flag in computed:
+                flag[0] = True
+
+        thunk.inputs, thunk.outputs, thunk.perform, thunk.lazy = operands, [result], self.perform, False
+        return thunk
+
+
+def _ufunc_fold(ufunc, inputs: list, variadic: bool):
+    """ufunc(*inputs) in new memory; a variadic Add or Mul folded left to right with the binary ufunc, as Elemwise's
+    `perform` folds it (PyTensor's `prepare_node`): bit for bit its numbers, signed zeros included."""
+    with np.errstate(all="ignore"):
+        if not variadic:
+            return ufunc(*inputs)
+        result = ufunc(inputs[0], inputs[1])
+        for x in inputs[2:]:
+            result = ufunc(result, x)
+        return result
 
 
 @node_rewriter([Elemwise])

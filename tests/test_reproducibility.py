@@ -258,6 +258,50 @@ def test_the_numpy_mode_writes_each_elementwise_result_into_one_array_with_the_s
         np.testing.assert_array_equal(got, want)
 
 
+def test_the_numpy_modes_one_entry_nodes_skip_perform_with_the_same_numbers(monkeypatch):
+    """Where every operand and the result of an `_IntoOneArray` node hold one entry by their types (shape () or (1,)),
+    its thunk calls the ufunc without `perform`: with `perform` made to fail, a graph of such nodes (unary, binary,
+    a variadic Mul and Add, a bool mask, an overflow to inf, a signed zero) still runs, bit for bit PyTensor's own
+    Elemwise on the Python linker, and raises no warning; a node over a vector still goes through `perform`."""
+    import warnings
+
+    from pytensor.compile.mode import Mode, get_mode
+
+    from bayeskern._compile import NUMPY, _IntoOneArray
+
+    a, b, c = pt.scalar("a"), pt.scalar("b"), pt.vector("c", shape=(1,))
+    mask = pt.lt(a, b)
+    outs = [pt.exp(a) * b * -a, a + b + pt.exp(-b) + 1.5, mask * a * b * 3.0, pt.exp(1000.0 * a), -(a * 0.0), pt.sqr(c) * c * a]
+    outputs = [*outs, *pt.grad(sum(pt.sum(o) for o in outs[:2]), [a, b])]
+    plain = Mode(linker="py", optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion", "fuse_indexed_into_elemwise"))
+    with numpy_mode():
+        lean, elementwise = (pytensor.function([a, b, c], outputs, mode=m) for m in (NUMPY, plain))
+    nodes = [n for n in lean.maker.fgraph.apply_nodes if isinstance(n.op, _IntoOneArray)]
+    assert len(nodes) >= 8 and any(len(n.inputs) > 2 for n in nodes) and any(n.inputs[0].type.ndim for n in nodes)
+
+    def fails(*args):
+        raise AssertionError("perform called")
+
+    monkeypatch.setattr(_IntoOneArray, "perform", fails)
+    with numpy_mode():  # compiled again with perform failing: the thunks are made after the patch
+        lean = pytensor.function([a, b, c], outputs, mode=NUMPY)
+    for values in [(0.7, -1.3, [2.0]), (1.2, 0.4, [-0.5]), (-0.0, 0.0, [0.0])]:  # (e^1200 overflows: inf, silently)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = lean(*values)
+        want = elementwise(*values)
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+            assert np.array_equal(np.signbit(g), np.signbit(w))
+        assert np.isinf(got[3]) == (values[0] == 1.2)
+    x = pt.vector("x")
+    with numpy_mode():
+        over_a_vector = pytensor.function([x], pt.exp(x) * x, mode=NUMPY)
+    with pytest.raises(AssertionError, match="perform called"):
+        over_a_vector(np.ones(3))
+
+
 @pytest.mark.parametrize("share_below", [0.0, 0.2, 0.5, 0.9, 1.0])
 def test_the_numpy_modes_exp_is_numpys_to_the_bit_whatever_share_of_it_underflows(share_below):
     """`_exp` leaves out the arguments below EXP_ZERO_BELOW (whose exp is exactly 0) where they are more than
