@@ -227,6 +227,17 @@ class _IntoOneArray(Elemwise):
                 ufunc(*inputs, out=out)
         output_storage[0][0] = out
 
+    @staticmethod
+    def _check_runtime_broadcast(node, inputs):
+        """Elemwise's check, asked only where it can fail: it refuses a length 1 at run time in a dimension not marked
+        broadcastable where another operand's length is not 1, so operands whose types hold one entry cannot fail it,
+        nor can the others if they have one shape. Its loop over every dimension of every operand, at ~40 nodes of an
+        evaluation, was 4.5 % of one of the 11-parameter additive kernel at n = 25, 3 % at n = 200 (alternated in one
+        process; BENCHMARKS.md, session 36)."""
+        shapes = [np.shape(x) for x, v in zip(inputs, node.inputs, strict=True) if not all(v.type.broadcastable)]
+        if any(shape != shapes[0] for shape in shapes[1:]):
+            Elemwise._check_runtime_broadcast(node, inputs)
+
     def _small(self, node, inputs, variadic: bool):
         """The ufunc's result on operands below ONE_ARRAY_MIN_SIZE, in new memory (allocated cheaply at that size):
         `_ufunc_fold`'s, without Elemwise's per-call work."""

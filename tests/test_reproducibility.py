@@ -302,6 +302,31 @@ def test_the_numpy_modes_one_entry_nodes_skip_perform_with_the_same_numbers(monk
         over_a_vector(np.ones(3))
 
 
+@pytest.mark.parametrize("size", [3, 300_000])
+def test_the_numpy_mode_refuses_runtime_broadcasting_as_pytensor_does(size):
+    """`_IntoOneArray` asks Elemwise's runtime-broadcast check only where it can fail: a length 1 in a dimension not
+    marked broadcastable beside a longer one is still refused (small operands and large, matrices too), while operands
+    of one shape, or beside a scalar broadcast by its type, run as before."""
+    from bayeskern._compile import NUMPY, _IntoOneArray
+
+    x, y, a = pt.vector("x"), pt.vector("y"), pt.scalar("a")
+    A, B = pt.matrix("A"), pt.matrix("B")
+    with numpy_mode():
+        f = pytensor.function([x, y, a], [x * y * a, pt.exp(x) + y], mode=NUMPY)
+        g = pytensor.function([A, B], A * B, mode=NUMPY)
+    assert all(isinstance(v.owner.op, _IntoOneArray) for v in [*f.maker.fgraph.outputs, *g.maker.fgraph.outputs])
+    rng = np.random.default_rng(0)
+    u, v = rng.standard_normal(size), rng.standard_normal(size)
+    np.testing.assert_array_equal(f(u, v, 2.0)[0], u * v * 2.0)
+    for args in [(u[:1], v, 2.0), (u, v[:1], 2.0)]:
+        with pytest.raises(ValueError, match="Runtime broadcasting not allowed"):
+            f(*args)
+    M = rng.standard_normal((4, size))
+    np.testing.assert_array_equal(g(M, M), M * M)
+    with pytest.raises(ValueError, match="Runtime broadcasting not allowed"):
+        g(M[:1], M)
+
+
 @pytest.mark.parametrize("share_below", [0.0, 0.2, 0.5, 0.9, 1.0])
 def test_the_numpy_modes_exp_is_numpys_to_the_bit_whatever_share_of_it_underflows(share_below):
     """`_exp` leaves out the arguments below EXP_ZERO_BELOW (whose exp is exactly 0) where they are more than
