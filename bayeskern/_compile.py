@@ -202,7 +202,7 @@ class _IntoOneArray(Elemwise):
     def perform(self, node, inputs, output_storage):
         largest = max(np.size(x) for x in inputs)  # (a result as large by broadcasting alone: the same)
         small = largest < ONE_ARRAY_MIN_SIZE and (reused_arrays.depth == 0 or largest < REUSE_MIN_SIZE)
-        variadic = isinstance(self.scalar_op, Add | Mul) and len(inputs) > 2
+        variadic = _folds(self.scalar_op, len(inputs))
         dtype = node.outputs[0].type.dtype
         if small:
             output_storage[0][0] = np.asarray(self._small(node, inputs, variadic), dtype=dtype)
@@ -255,7 +255,7 @@ class _IntoOneArray(Elemwise):
         if debug or not all(all(v.type.broadcastable) for v in (*node.inputs, *node.outputs)):
             return super().make_py_thunk(node, storage_map, compute_map, no_recycling, debug)
         ufunc, dtype = getattr(np, self.nfunc_spec[0]), node.outputs[0].type.dtype
-        variadic = isinstance(self.scalar_op, Add | Mul) and len(node.inputs) > 2
+        variadic = _folds(self.scalar_op, len(node.inputs))
         operands, result = [storage_map[v] for v in node.inputs], storage_map[node.outputs[0]]
         computed = [] if compute_map is None else [compute_map[node.outputs[0]]]
 
@@ -266,6 +266,12 @@ class _IntoOneArray(Elemwise):
 
         thunk.inputs, thunk.outputs, thunk.perform, thunk.lazy = operands, [result], self.perform, False
         return thunk
+
+
+def _folds(scalar_op, n_operands: int) -> bool:
+    """A variadic Add or Mul (more than two operands), which Elemwise's `perform` folds left to right with the binary
+    ufunc, as `_ufunc_fold` and `_IntoOneArray` do."""
+    return isinstance(scalar_op, Add | Mul) and n_operands > 2
 
 
 def _ufunc_fold(ufunc, inputs: list, variadic: bool):
@@ -288,7 +294,7 @@ def _elemwise_into_one_array(fgraph, node):
     if type(op) is not Elemwise or len(node.outputs) != 1 or not op.nfunc_spec:
         return None
     ufunc = getattr(np, op.nfunc_spec[0], None)
-    variadic = isinstance(op.scalar_op, Add | Mul) and len(node.inputs) > 2
+    variadic = _folds(op.scalar_op, len(node.inputs))
     if len(node.inputs) + 1 > ELEMWISE_MAX_OPERANDS and not variadic:  # (a fold takes any number of operands)
         return None
     nin = 3 if isinstance(op.scalar_op, _OrderedClip) else ufunc.nin if isinstance(ufunc, np.ufunc) and ufunc.nout == 1 else None

@@ -17,7 +17,6 @@ from bayeskern._reused_arrays import reused_arrays
 __all__ = ["AtMostLargest", "SquaredRatio", "with_squared_ratios"]
 
 
-
 class SquaredRatio(Op):
     """r² = (t/ℓ)² of float64 differences t (any shape) and a length scale ℓ (a scalar): the kernels' sqr(clip(t/ℓ,
     ± the largest float)) (`kernels.stationary._sum_of_squares`) of the same t and ℓ to the bit, as the clip changes no
@@ -27,8 +26,9 @@ class SquaredRatio(Op):
 
     Its gradient: ∂r²/∂ℓ = −2r²/ℓ reads r², capped at the largest float (r² = ∞ only where the kernel is 0, and its
     gradient there with it; `AtMostLargest`): Σ gz·min(r², max)·(−2/ℓ), one pass over the pairs for the product with
-    the factors its sum shares with the amplitude's (`_summed_products`). Differentiating the clip instead forms t/ℓ's finiteness mask and multiplies gz by it, by the
-    clipped quotient and by t: three passes more, per component of a sum of kernels. ∂r²/∂t = 2(t/ℓ)/ℓ where t/ℓ is
+    the factors its sum shares with the amplitude's (`_summed_products`). Differentiating the clip instead forms t/ℓ's
+    finiteness mask and multiplies gz by it, by the clipped quotient and by t: three passes more, per component of a
+    sum of kernels. ∂r²/∂t = 2(t/ℓ)/ℓ where t/ℓ is
     finite, 0 where it overflows (the clip's gradient), for t that depends on the inputs (a Periodic's period).
     """
 
