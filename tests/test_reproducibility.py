@@ -327,19 +327,26 @@ def test_the_numpy_mode_refuses_runtime_broadcasting_as_pytensor_does(size):
         g(M[:1], M)
 
 
+@pytest.mark.parametrize("layout", ["scattered", "in runs"])
 @pytest.mark.parametrize("share_below", [0.0, 0.2, 0.5, 0.9, 1.0])
-def test_the_numpy_modes_exp_is_numpys_to_the_bit_whatever_share_of_it_underflows(share_below):
+def test_the_numpy_modes_exp_is_numpys_to_the_bit_whatever_share_of_it_underflows(share_below, layout):
     """`_exp` leaves out the arguments below EXP_ZERO_BELOW (whose exp is exactly 0) where they are more than
-    EXP_SKIP_FROM = 30 % of an array: np.exp to the bit either way, in place or not, with NaN, ±inf, the subnormal band
-    and the edge values among them; and the numpy mode's Exp over a large array, with its gradient, is PyTensor's own."""
+    EXP_SKIP_FROM = 30 % of an array: by a masked exp where they lie in runs (the pairs of sorted points), else by
+    replacing them and zeroing their results. np.exp to the bit on each path, in place or not, with NaN, ±inf, the
+    subnormal band and the edge values among them; and the numpy mode's Exp over a large array, with its gradient, is
+    PyTensor's own."""
     from pytensor.compile.mode import Mode, get_mode
 
-    from bayeskern._compile import EXP_ZERO_BELOW, NUMPY, ONE_ARRAY_MIN_SIZE, _exp
+    from bayeskern._compile import EXP_ZERO_BELOW, NUMPY, ONE_ARRAY_MIN_SIZE, _exp, _exp_zeros, _in_runs
 
     rng = np.random.default_rng(7)
     size = ONE_ARRAY_MIN_SIZE + 1
-    x = np.where(rng.random(size) < share_below, rng.uniform(-1e5, EXP_ZERO_BELOW, size), rng.uniform(-800.0, 700.0, size))
+    below = rng.random(size) < share_below if layout == "scattered" else np.arange(size) % 5000 < share_below * 5000
+    x = np.where(below, rng.uniform(-1e5, EXP_ZERO_BELOW, size), rng.uniform(-800.0, 700.0, size))
     x[:8] = [np.nan, -np.inf, np.inf, -745.13, -745.14, EXP_ZERO_BELOW, -708.5, 709.7]
+    zero = _exp_zeros(x)
+    assert (zero is None) == (share_below <= 0.3)
+    assert zero is None or _in_runs(zero) == (layout == "in runs" or share_below == 1.0)
     want = np.exp(x)
     out = np.full(size, 3.0)
     _exp(x, out)
