@@ -171,10 +171,10 @@ EXP_ZERO_BELOW = -746.0
 EXP_FAST_FROM = -700.0
 #: from this share of arguments below EXP_ZERO_BELOW (every 97th counted), `_exp` leaves them out of numpy's exp
 EXP_SKIP_FROM = 0.3
-#: ... by a masked exp (`where=`) where they lie in runs: numpy's masked loop calls its inner loop once per run, ~12 ns
-#: a run. The runs are counted in two windows of EXP_PROBE_SIZE consecutive arguments (`_in_runs`); from EXP_RUNS_FROM
-#: changes between below and not below per argument (at random positions: 2s(1 − s) for a share s), `_exp` replaces
-#: them by EXP_FAST_FROM and zeroes their results instead
+#: `_exp` leaves them out by a masked exp (`where=`) where they lie in runs (numpy's masked loop calls its inner loop
+#: once per run, ~12 ns a run), else by replacing them with EXP_FAST_FROM and zeroing their results. Runs: fewer than
+#: EXP_RUNS_FROM changes between below and not below per argument, in two windows of EXP_PROBE_SIZE (at random
+#: positions there are 2s(1 − s) for a share s)
 EXP_PROBE_SIZE, EXP_RUNS_FROM = 1024, 1 / 16
 
 

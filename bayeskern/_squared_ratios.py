@@ -28,8 +28,8 @@ class SquaredRatio(Op):
     gradient there with it; `AtMostLargest`): Σ gz·min(r², max)·(−2/ℓ), one pass over the pairs for the product with
     the factors its sum shares with the amplitude's (`_summed_products`). Differentiating the clip instead forms t/ℓ's
     finiteness mask and multiplies gz by it, by the clipped quotient and by t: three passes more, per component of a
-    sum of kernels. ∂r²/∂t = 2(t/ℓ)/ℓ where t/ℓ is
-    finite, 0 where it overflows (the clip's gradient), for t that depends on the inputs (a Periodic's period).
+    sum of kernels. ∂r²/∂t = 2(t/ℓ)/ℓ where t/ℓ is finite, 0 where it overflows (the clip's gradient), for t that
+    depends on the inputs (a Periodic's period).
     """
 
     __props__ = ()

@@ -18,6 +18,15 @@ from bayeskern.fit.empirical_bayes import NUMPY_MAX_N
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
+def _pytensors_own_python_mode():
+    """PyTensor's own Elemwise and Sum on the Python linker (FAST_RUN's rewrites without fusion): the reference the
+    numpy modes' own paths are compared with, bit for bit."""
+    from pytensor.compile.mode import Mode, get_mode
+
+    return Mode(linker="py", optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion", "fuse_indexed_into_elemwise"))
+
+
 # one empirical-Bayes fit of a small GP, run in a fresh process: the objective and its gradient at two
 # fixed points (one far out, where the sums are large and cancel), then the whole fit, printed as JSON
 # (Python writes floats to 17 digits: equal text is equal bits). Under PyTensor's default fastmath the
@@ -221,8 +230,6 @@ def test_the_numpy_mode_writes_each_elementwise_result_into_one_array_with_the_s
     """The NUMPY mode's Elemwise writes into the input the in-place rewrite let it destroy, else one new array, and folds
     a variadic Mul or Add into it (`_IntoOneArray`): the same numbers, bit for bit, as PyTensor's own Elemwise on the
     Python linker (the mode without that rewrite), value and gradient; the function's inputs are left as they were."""
-    from pytensor.compile.mode import Mode, get_mode
-
     from bayeskern._compile import NUMPY, ONE_ARRAY_MIN_SIZE, _IntoOneArray
 
     x, y, a = pt.vector("x"), pt.vector("y"), pt.scalar("a")
@@ -230,7 +237,7 @@ def test_the_numpy_mode_writes_each_elementwise_result_into_one_array_with_the_s
     out = pt.sum(u * x * y * pt.sin(x) * a) + pt.sum(u + x + pt.cos(y) + a)  # five-operand Mul, four-operand Add
     outputs = [out, *pt.grad(out, [x, y, a])]
     # the NUMPY mode without `_elemwise_into_one_array` (its other rewrites find no Clip, OpFromGraph or HalfNormal here)
-    plain = Mode(linker="py", optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion", "fuse_indexed_into_elemwise"))
+    plain = _pytensors_own_python_mode()
     with numpy_mode():
         into_one, elementwise = (pytensor.function([x, y, a], outputs, mode=m) for m in (NUMPY, plain))
     ops = [n.op for n in into_one.maker.fgraph.apply_nodes]
@@ -265,15 +272,13 @@ def test_the_numpy_modes_one_entry_nodes_skip_perform_with_the_same_numbers(monk
     Elemwise on the Python linker, and raises no warning; a node over a vector still goes through `perform`."""
     import warnings
 
-    from pytensor.compile.mode import Mode, get_mode
-
     from bayeskern._compile import NUMPY, _IntoOneArray
 
     a, b, c = pt.scalar("a"), pt.scalar("b"), pt.vector("c", shape=(1,))
     mask = pt.lt(a, b)
     outs = [pt.exp(a) * b * -a, a + b + pt.exp(-b) + 1.5, mask * a * b * 3.0, pt.exp(1000.0 * a), -(a * 0.0), pt.sqr(c) * c * a]
     outputs = [*outs, *pt.grad(sum(pt.sum(o) for o in outs[:2]), [a, b])]
-    plain = Mode(linker="py", optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion", "fuse_indexed_into_elemwise"))
+    plain = _pytensors_own_python_mode()
     with numpy_mode():
         lean, elementwise = (pytensor.function([a, b, c], outputs, mode=m) for m in (NUMPY, plain))
     nodes = [n for n in lean.maker.fgraph.apply_nodes if isinstance(n.op, _IntoOneArray)]
@@ -335,8 +340,6 @@ def test_the_numpy_modes_exp_is_numpys_to_the_bit_whatever_share_of_it_underflow
     replacing them and zeroing their results. np.exp to the bit on each path, in place or not, with NaN, ±inf, the
     subnormal band and the edge values among them; and the numpy mode's Exp over a large array, with its gradient, is
     PyTensor's own."""
-    from pytensor.compile.mode import Mode, get_mode
-
     from bayeskern._compile import EXP_ZERO_BELOW, NUMPY, ONE_ARRAY_MIN_SIZE, _exp, _exp_zeros, _in_runs
 
     rng = np.random.default_rng(7)
@@ -358,7 +361,7 @@ def test_the_numpy_modes_exp_is_numpys_to_the_bit_whatever_share_of_it_underflow
     np.testing.assert_array_equal(out[: (size + 1) // 2], want[::2])
     v = pt.vector("v")
     outputs = [pt.exp(v * 0.5) * v, pt.grad(pt.sum(pt.exp(v * 0.5) * v), v)]
-    plain = Mode(linker="py", optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion", "fuse_indexed_into_elemwise"))
+    plain = _pytensors_own_python_mode()
     with numpy_mode():
         ours, theirs = (pytensor.function([v], outputs, mode=m) for m in (NUMPY, plain))
     for got, expected in zip(ours(2 * x), theirs(2 * x), strict=True):
@@ -370,14 +373,12 @@ def test_the_numpy_mode_sums_in_place_and_folds_masked_products_into_one_array_w
     product with a 0/1 mask among its operands (bool × float computes in float, as Elemwise's left fold does) goes into
     one array (`_IntoOneArray`), and a Sum reduces its input where it lies instead of a copy (`_SumInPlace`), for a
     C-contiguous input; a strided slice and a Fortran-ordered matrix go through Sum's own `perform`."""
-    from pytensor.compile.mode import Mode, get_mode
-
     from bayeskern._compile import NUMPY, ONE_ARRAY_MIN_SIZE, _IntoOneArray, _SumInPlace
 
     x, y, A = pt.vector("x"), pt.vector("y"), pt.matrix("A")
     masked = (x > 0) * x * y * pt.sin(y)  # a bool operand in a four-operand Mul
     outputs = [pt.sum(masked), pt.sum(x[::3] * y[::3]), pt.sum(pt.exp(A), axis=0), pt.sum(A * 0.5), *pt.grad(pt.sum(masked), [x, y])]
-    plain = Mode(linker="py", optimizer=get_mode("FAST_RUN").provided_optimizer.excluding("fusion", "fuse_indexed_into_elemwise"))
+    plain = _pytensors_own_python_mode()
     with numpy_mode():
         ours, theirs = (pytensor.function([x, y, A], outputs, mode=m) for m in (NUMPY, plain))
     nodes = ours.maker.fgraph.apply_nodes
