@@ -194,17 +194,24 @@ def test_the_zeros_above_the_lower_triangle_are_not_filled_from_a_0d_value():
     assert allocs and all(node.inputs[0].ndim == 1 for node in allocs)
 
 
-def test_lower_pairs_are_numpys_tril_indices_in_order():
-    """The pairs i ≥ j that `lower_triangle` evaluates, row by row, for empty, tiny and larger n (numpy mode: no compile)."""
-    from bayeskern.kernels.base import _lower_pairs
+@pytest.mark.parametrize("engine", ["numpy", "numba"])
+def test_lower_pairs_are_numpys_tril_indices_in_order(engine):
+    """The pairs i ≥ j that `lower_triangle` evaluates, row by row, and their flat positions i·n + j, for empty, tiny and
+    larger n: the numpy `perform` and the Numba loop alike, and the shape PyTensor infers without running it."""
+    from bayeskern._lower_pairs import lower_pairs
 
     n = pt.lscalar("n")
-    pairs = numpy_function([n], list(_lower_pairs(n)))
+    outputs = list(lower_pairs(n))
+    pairs = numpy_function([n], outputs) if engine == "numpy" else pytensor.function([n], outputs, mode="NUMBA")
+    inferred = numpy_function([n], [o.shape[0] for o in outputs])
     for size in (0, 1, 2, 7, 64):
-        rows, cols = pairs(size)
+        rows, cols, flat = pairs(size)
         expected_rows, expected_cols = np.tril_indices(size)
         np.testing.assert_array_equal(rows, expected_rows)
         np.testing.assert_array_equal(cols, expected_cols)
+        np.testing.assert_array_equal(flat, np.ravel_multi_index((expected_rows, expected_cols), (size, size)))
+        assert all(a.dtype == np.int64 for a in (rows, cols, flat))
+        assert [int(s) for s in inferred(size)] == [size * (size + 1) // 2] * 3
 
 
 def test_lower_triangle_gradient_matches_finite_differences():
