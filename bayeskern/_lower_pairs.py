@@ -14,8 +14,9 @@ class LowerPairs(Op):
     """n ↦ (rows, cols, flat): the pairs i ≥ j of an n × n matrix row by row — `np.tril_indices(n)`'s order — and
     their positions i·n + j in the row-major matrix, int64 vectors of n(n + 1)/2 entries.
 
-    One node where the same from `pt.arange` and `pt.repeat` took twelve: under Numba those compiled in ~2.5 s on a
-    new machine, the data part of a first NUTS compile (BENCHMARKS.md, session 38); this one's loop in ~0.3 s.
+    One node where the same from `pt.arange` and `pt.repeat` took twelve, whose Numba implementations compiled for
+    seconds on a new machine: a first NUTS compile of the seeds' sum kernel on an empty compile directory took
+    18.0 s with them and 14.1 s with this loop (BENCHMARKS.md, session 38).
     """
 
     __props__ = ()
