@@ -1,6 +1,8 @@
-"""What NUTS costs before its first draw: nutpie's compile of the seeds' sum-kernel model, bayeskern's against pm.sample's.
+"""What NUTS costs before its first draw: nutpie's compile of a model, bayeskern's against pm.sample's.
 
-Each run is a fresh process that builds bench_mcmc.py's bayeskern model (n = 200) and compiles it for nutpie, one way:
+Each run is a fresh process that builds the model — `--model sum` (default): bench_mcmc.py's bayeskern model, the seeds'
+sum kernel at n = 200; `--model blr`: a collapsed Bayesian linear regression on cubic polynomial features of the same
+200 points (`bk.blr.likelihood(..., collapsed=True)`, HalfNormal prior scale and noise) — and compiles it for nutpie, one way:
 "bayeskern" — `bayeskern.fit._nutpie`'s compile (what `bk.fit.mcmc` runs: PyTensor's Numba functions with the GIL
 released, cached on disk, on nutpie's Python-callback interface); "nutpie" — `nutpie.compile_pymc_model(model)` (what
 `pm.sample(nuts_sampler="nutpie")` runs: the same functions wrapped in two `numba.cfunc`s that Numba cannot cache), both
@@ -8,7 +10,7 @@ without fastmath, as `bk.fit.mcmc` compiles. "cold": `PYTENSOR_FLAGS=base_compil
 machine; "warm": a folder an earlier run filled. The variants alternate within each round; medians of `--runs`.
 The child prints its compile seconds (time.perf_counter around the compile alone); the whole process is timed too.
 
-    .venv/bin/python benchmarks/bench_nuts_compile.py --runs 3
+    .venv/bin/python benchmarks/bench_nuts_compile.py --runs 3 [--model blr]
 """
 
 import argparse
@@ -28,7 +30,13 @@ import bayeskern as bk
 from bench_mcmc import bayeskern_model
 from bayeskern._compile import exact_arithmetic
 X, y = bk.datasets.sinusoid(200, 0.2, seed=200)
-model = bayeskern_model(X, y)
+if sys.argv[2] == "sum":
+    model = bayeskern_model(X, y)
+else:
+    import pymc as pm
+    with pm.Model() as model:
+        scale, sigma = pm.HalfNormal("scale", 2.0), pm.HalfNormal("sigma", 0.5)
+        bk.blr.likelihood("y", X, y, bk.features.Polynomial(3), prior_cov=scale, sigma=sigma, collapsed=True)
 t0 = time.perf_counter()
 if sys.argv[1] == "bayeskern":
     from bayeskern.fit import _nutpie
@@ -41,27 +49,29 @@ print(f"{{time.perf_counter() - t0:.3f}}")
 """
 
 
-def run(way: str, compiledir: str) -> tuple[float, float]:
+def run(way: str, compiledir: str, model: str) -> tuple[float, float]:
     """(whole-process seconds, compile seconds) of one child."""
     env = dict(os.environ, PYTENSOR_FLAGS=f"base_compiledir={compiledir}")
     code = CHILD.format(here=str(Path(__file__).resolve().parent))
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, way], env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", code, way, model], env=env, capture_output=True, text=True, check=True)
     return time.perf_counter() - started, float(done.stdout.split()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    runs = parser.parse_args().runs
+    parser.add_argument("--model", choices=("sum", "blr"), default="sum")
+    args = parser.parse_args()
+    runs, model = args.runs, args.model
     warm = {way: tempfile.mkdtemp(prefix=f"bk_warm_{way}_") for way in ("bayeskern", "nutpie")}
     for way, folder in warm.items():
-        run(way, folder)  # fills it
+        run(way, folder, model)  # fills it
     rows: dict = {}
     for _ in range(runs):
         for way in ("bayeskern", "nutpie"):
-            rows.setdefault((way, "cold"), []).append(run(way, tempfile.mkdtemp(prefix="bk_cold_")))
-            rows.setdefault((way, "warm"), []).append(run(way, warm[way]))
+            rows.setdefault((way, "cold"), []).append(run(way, tempfile.mkdtemp(prefix="bk_cold_"), model))
+            rows.setdefault((way, "warm"), []).append(run(way, warm[way], model))
     print("| compile | cache | compile s (median, min–max) | whole process s (median) |")
     print("|---|---|---|---|")
     for (way, cache), results in sorted(rows.items(), key=lambda item: (item[0][1], item[0][0])):
