@@ -119,24 +119,26 @@ def test_a_function_split_off_its_data_or_on_its_data_as_inputs_gives_its_number
 
 
 def test_the_nogil_mode_fills_a_0d_value_from_one_element_and_gives_the_same_arrays():
-    """An Alloc of a 0-d value — the zeros PyTensor's gradient of a Cholesky allocates, a fill of a variable — is linked
+    """An Alloc of a 0-d value — constant zeros (the constant branch), fills of a variable — is linked
     as an Alloc of a (1, …, 1) value (PyTensor's Numba Alloc compiles its shape-mismatch message for a 0-d one); the
-    arrays are PyTensor's own NUMBA mode's, element for element."""
+    arrays are PyTensor's own NUMBA mode's, byte for byte."""
     import numpy as np
     import pytensor
     import pytensor.tensor as pt
+    from pytensor.graph.basic import Constant
     from pytensor.tensor.basic import Alloc
 
     from bayeskern._compile import NUMBA_NOGIL, exact_arithmetic
 
     A, v, n = pt.dmatrix("A"), pt.dscalar("v"), pt.lscalar("n")
-    L = pt.linalg.cholesky(A @ A.T + pt.eye(3))
-    outputs = [pytensor.grad(pt.sum(L), A), pt.alloc(v, n, 2), pt.alloc(v, 3)]
+    outputs = [pt.set_subtensor(pt.zeros((n, 3))[0], A[0]), pt.alloc(np.True_, n, 2) & (A[:, :2] > 0)[:n],
+               pt.alloc(v, n, 2), pt.alloc(v, 3)]
     with exact_arithmetic():
         ours, theirs = (pytensor.function([A, v, n], outputs, mode=mode) for mode in (NUMBA_NOGIL, "NUMBA"))
     allocs = [node for node in ours.maker.fgraph.apply_nodes if isinstance(node.op, Alloc)]
-    assert len(allocs) >= 2 and all(node.inputs[0].ndim == node.outputs[0].ndim for node in allocs)
-    assert any(isinstance(node.op, Alloc) and node.inputs[0].ndim == 0 for node in theirs.maker.fgraph.apply_nodes)  # the case
-    args = (np.random.default_rng(1).normal(size=(3, 3)), -0.0, 4)
+    assert all(node.inputs[0].ndim == node.outputs[0].ndim for node in allocs)
+    assert sum(isinstance(node.inputs[0], Constant) for node in allocs) >= 1 and len(allocs) >= 3  # both branches taken
+    assert sum(isinstance(node.op, Alloc) and node.inputs[0].ndim == 0 for node in theirs.maker.fgraph.apply_nodes) >= 3  # the cases
+    args = (np.random.default_rng(1).normal(size=(3, 3)), -0.0, 3)
     for mine, pytensors in zip(ours(*args), theirs(*args), strict=True):
-        assert mine.shape == pytensors.shape and mine.tobytes() == pytensors.tobytes()  # (-0.0 filled as -0.0)
+        assert mine.dtype == pytensors.dtype and mine.shape == pytensors.shape and mine.tobytes() == pytensors.tobytes()  # (-0.0 as -0.0)

@@ -198,12 +198,13 @@ def test_the_zeros_above_the_lower_triangle_are_not_filled_from_a_0d_value():
 def test_lower_pairs_are_numpys_tril_indices_in_order(engine):
     """The pairs i ≥ j that `lower_triangle` evaluates, row by row, and their flat positions i·n + j, for empty, tiny and
     larger n: the numpy `perform` and the Numba loop alike, and the shape PyTensor infers without running it."""
-    from bayeskern._lower_pairs import lower_pairs
+    from bayeskern._lower_pairs import LowerPairs, lower_pairs
 
     n = pt.lscalar("n")
     outputs = list(lower_pairs(n))
     pairs = numpy_function([n], outputs) if engine == "numpy" else pytensor.function([n], outputs, mode="NUMBA")
     inferred = numpy_function([n], [o.shape[0] for o in outputs])
+    assert not any(isinstance(node.op, LowerPairs) for node in inferred.maker.fgraph.apply_nodes)  # shapes without the pairs
     for size in (0, 1, 2, 7, 64):
         rows, cols, flat = pairs(size)
         expected_rows, expected_cols = np.tril_indices(size)
