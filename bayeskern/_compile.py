@@ -28,6 +28,7 @@ from pytensor.tensor.random.basic import BernoulliRV, CauchyRV, GumbelRV, HalfNo
 
 from bayeskern import _graph_cache
 from bayeskern._distinct_pairs import with_distinct_pairs
+from bayeskern._fills import fill_from_one_element
 from bayeskern._reused_arrays import REUSE_MIN_SIZE, SharedScope, reused_arrays
 from bayeskern._squared_ratios import with_squared_ratios
 from bayeskern._summed_products import SummedProducts
@@ -396,20 +397,6 @@ NUMPY_OBJECTIVE = Mode(linker="py", optimizer=NUMPY.provided_optimizer.register(
 _NUMPY_MODES = {NUMPY: "", NUMPY_OBJECTIVE: "SummedProducts"}  # (by identity: Mode has no __eq__)
 
 
-@node_rewriter([Alloc])
-def _fill_from_one_element(fgraph, node):
-    """alloc(v, *shape) of a 0-d v as alloc of v shaped (1, …, 1): the same fill. PyTensor's Numba `Alloc` fills a 0-d
-    value by an array assignment, for which Numba compiles its shape-mismatch message (1.5–4.6 s on a new machine, per
-    use: the zeros of a Cholesky's gradient, BENCHMARKS.md, session 38); a value of one element it fills by that element."""
-    value, *shape = node.inputs
-    if value.ndim != 0 or not shape:
-        return None
-    one_element = (pt.constant(np.reshape(value.data, (1,) * len(shape)), dtype=value.dtype) if isinstance(value, Constant)
-                   else pt.shape_padleft(value, len(shape)))
-    out = pt.alloc(one_element, *shape)
-    return [out] if out.type == node.outputs[0].type else None
-
-
 class _GilReleasingNumbaLinker(NumbaLinker):
     """PyTensor's Numba linker, its compiled function releasing the GIL while it runs (Numba's `nogil`), and cached
     on disk apart from the function PyTensor's own linker makes of the same graph: Numba's cache index keys on the
@@ -429,10 +416,11 @@ class _GilReleasingNumbaLinker(NumbaLinker):
         return numba_njit(py_func, final_function=True, cache=True, nogil=True)
 
 
-#: PyTensor's NUMBA mode (the same rewrites, and `_fill_from_one_element`: the same numbers) whose compiled functions release the GIL while they
-#: run: for a function several threads call at once, such as a log density nutpie's chains evaluate (`fit._nutpie`)
+#: PyTensor's NUMBA mode (the same rewrites, and `_fills.fill_from_one_element` after them: the same numbers) whose
+#: compiled functions release the GIL while they run: for a function several threads call at once, such as a log
+#: density nutpie's chains evaluate (`fit._nutpie`)
 NUMBA_NOGIL = Mode(linker=_GilReleasingNumbaLinker(), optimizer=get_mode("NUMBA").provided_optimizer.register(
-    (in2out(_fill_from_one_element), 99.0)))
+    (in2out(fill_from_one_element), 99.0)))
 
 _MAX_ENTRIES = 512
 _CACHE: OrderedDict = OrderedDict()

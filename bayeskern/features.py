@@ -9,6 +9,7 @@ import pytensor.tensor as pt
 from pytensor import wrap_py
 from pytensor.tensor.variable import TensorConstant
 
+from bayeskern._fills import filled
 from bayeskern._linalg import EPS, psd_eigh
 from bayeskern._parameterised import Parameterised, bind_given, parameter
 from bayeskern._validation import as_array, as_inputs, check_finite_result, check_flag, check_integer, check_kernel, check_number, is_symbolic, numerical_failure, rng_from
@@ -72,14 +73,8 @@ def _rbf(lengthscale):
     return RBF(lengthscale)
 
 
-#: the bias column's ones, broadcast from a (1, 1) value: PyTensor's Numba `Alloc` fills a 0-d value (`pt.ones`) by an
-#: array assignment, for which Numba compiles its shape-mismatch message (a first φ(X) of 200 000 points on a new machine 5.3 → 2.6 s;
-#: BENCHMARKS.md, session 38); a value of one element it fills by that element — the same ones
-_ONE = np.ones((1, 1))
-
-
 def _with_bias(Phi, bias: bool):
-    return pt.concatenate([pt.alloc(_ONE, Phi.shape[0], 1), Phi], axis=1) if bias else Phi
+    return pt.concatenate([filled(1.0, Phi.shape[0], 1), Phi], axis=1) if bias else Phi
 
 
 def _one_column(d: int, what: str) -> None:

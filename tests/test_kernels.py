@@ -184,12 +184,11 @@ def test_lower_triangle_of_stationary_kernels_is_the_full_matrix_to_the_bit(kern
 
 def test_the_zeros_above_the_lower_triangle_are_not_filled_from_a_0d_value():
     """PyTensor's Numba `Alloc` fills a 0-d value by an array assignment, for which Numba compiles a shape-mismatch
-    message: ~2.5 s of every cold NUTS compile of a GP model. `lower_triangle` allocates its zeros from a (1,) value, as
-    it stays after the Numba mode's rewrites (the compile itself is timed in BENCHMARKS.md, session 32)."""
-    from bayeskern._compile import NUMBA_NOGIL
-
+    message: ~2.5 s of every cold NUTS compile of a GP model. `lower_triangle` allocates its zeros from a (1,) value
+    (`_fills.filled`), as it stays after PyTensor's own Numba rewrites — the mode of a user's `pm.sample`, where
+    bayeskern's NUTS mode would rewrite a 0-d fill itself (the compile is timed in BENCHMARKS.md, session 32)."""
     X = pt.tensor("X", shape=(None, 1), dtype="float64")
-    f = pytensor.function([X], K.RBF(0.7).lower_triangle(X), mode=NUMBA_NOGIL)
+    f = pytensor.function([X], K.RBF(0.7).lower_triangle(X), mode="NUMBA")
     allocs = [node for node in f.maker.fgraph.apply_nodes if type(node.op).__name__ == "Alloc"]
     assert allocs and all(node.inputs[0].ndim == 1 for node in allocs)
 

@@ -7,18 +7,13 @@ from operator import add, mul
 import numpy as np
 import pytensor.tensor as pt
 
+from bayeskern._fills import filled
 from bayeskern._linalg import mirror_lower
 from bayeskern._lower_pairs import lower_pairs
 from bayeskern._parameterised import Parameterised, bind_given
 from bayeskern._validation import as_inputs, check_finite_result, check_flag, check_kernel, check_number, is_symbolic, same_columns
 
 __all__ = ["Kernel", "Product", "Scaled", "Sum"]
-
-
-#: the zeros above the diagonal of `lower_triangle`, broadcast from one element: PyTensor's Numba `Alloc` fills a 0-d value
-#: (`pt.zeros`) by an array assignment, for which Numba compiles its shape-mismatch message, ~2.5 s of a cold NUTS compile;
-#: a (1,) value is filled by its element (the same zeros; 0.30 s against 3.65 s for a first call of set_subtensor into it)
-_ZERO = np.zeros(1)
 
 
 def _input_tensor(X, name: str):
@@ -96,7 +91,7 @@ class Kernel(Parameterised):
         self._check_dims(X.type.shape[1], None)
         n = X.shape[0]
         rows, cols, flat = lower_pairs(n)
-        placed = pt.set_subtensor(pt.alloc(_ZERO, n * n)[flat], self._build_pairs(X, rows, cols, bind_given))
+        placed = pt.set_subtensor(filled(0.0, n * n)[flat], self._build_pairs(X, rows, cols, bind_given))
         return placed.reshape((n, n))
 
     def diag(self, X):
