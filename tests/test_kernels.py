@@ -424,6 +424,25 @@ def test_evaluate_compiles_once_per_structure():
     assert len(_compile._CACHE) == before
 
 
+def test_a_numba_evaluation_compiles_one_specialisation_for_read_only_strided_and_own_arrays():
+    """A read-only X (a model's own copy) or a strided one is another Numba type: without the conversion in
+    `_compile.compiled` each compiled the whole graph again (1–2 s on a new machine)."""
+    from bayeskern import _compile
+
+    rng = np.random.default_rng(5)
+    X, Xs = rng.uniform(-2, 2, (900, 2)), rng.uniform(-2, 2, (700, 2))  # 630 000 pairs: past NUMPY_MAX_SIZE, on Numba
+    kernel = K.Matern32(0.7)
+    expected = ref.matern(X, Xs, 1.5, 0.7)
+    read_only = X.copy()
+    read_only.flags.writeable = False
+    strided = np.hstack([X, X])[:, :2]
+    assert not strided.flags.c_contiguous and np.array_equal(strided, X)
+    for A in (X, read_only, strided):
+        np.testing.assert_allclose(kernel.evaluate(A, Xs), expected, rtol=RTOL, atol=ATOL)
+    [fn] = [f for key, f in _compile._CACHE.items() if key[0][0] == "kernel" and key[0][1] == kernel.signature() and not key[1]]
+    assert len(getattr(fn, "function", fn).vm.jit_fn.signatures) == 1  # (`function`: the PyTensor function under the conversion)
+
+
 def test_public_surface():
     for name in ["Matern12", "Matern32", "Matern52", "Periodic", "RatQuad", "PRML", "RBF", "Linear", "Constant", "Polynomial", "White", "MahalanobisRBF", "FeatureKernel"]:
         assert hasattr(bk.kernels, name)
