@@ -193,6 +193,22 @@ def test_the_zeros_above_the_lower_triangle_are_not_filled_from_a_0d_value():
     assert allocs and all(node.inputs[0].ndim == 1 for node in allocs)
 
 
+@pytest.mark.parametrize("kernel", [K.RBF(0.7), K.Matern32(0.7), K.RatQuad(1.5, 0.7), K.MahalanobisRBF(np.eye(1)), K.Boxcar(0.5),
+                                    K.ProbabilityProduct(1.0, 0.3)], ids=repr)
+def test_a_diagonal_of_ones_is_not_filled_from_a_0d_value(kernel):
+    """k(x, x) of a kernel whose diagonal is a fill, and HSGP's bias column, are allocated from a one-element value
+    (`_fills.filled`), as they stay after PyTensor's own Numba rewrites (a user's `pm.sample`, `compiled`'s graphs):
+    PyTensor's Numba `Alloc` of a 0-d value compiles a shape-mismatch message, seconds on a new machine."""
+    from bayeskern.approx.hsgp import hilbert_features
+
+    X = pt.tensor("X", shape=(None, 1), dtype="float64")
+    omega = pt.tensor("omega", shape=(None, 1), dtype="float64")
+    for graph in (kernel.diag(X), hilbert_features(X, np.zeros(1), np.ones(1), omega, constant=True, linear=False)):
+        f = pytensor.function([X, omega], graph, mode="NUMBA", on_unused_input="ignore")
+        allocs = [node for node in f.maker.fgraph.apply_nodes if type(node.op).__name__ == "Alloc"]
+        assert allocs and all(node.inputs[0].ndim == len(node.inputs) - 1 for node in allocs)
+
+
 @pytest.mark.parametrize("engine", ["numpy", "numba"])
 def test_lower_pairs_are_numpys_tril_indices_in_order(engine):
     """The pairs i ≥ j that `lower_triangle` evaluates, row by row, and their flat positions i·n + j, for empty, tiny and

@@ -19,6 +19,7 @@ import pytensor.tensor as pt
 from pymc.gp.hsgp_approx import approx_hsgp_hyperparams, calc_eigenvalues
 
 from bayeskern._compile import draw
+from bayeskern._fills import filled
 from bayeskern._linalg import TINY
 from bayeskern._parameterised import bind_given
 from bayeskern._validation import PACKAGE_DIR, as_inputs, check_kernel, check_name, check_number, check_sigma, is_symbolic, owned_data
@@ -112,7 +113,7 @@ def hilbert_features(X, center, L, omega, constant: bool, linear: bool):
     frequencies ω (Πm, d) an input, so that a model's basis can change size after it is built)."""
     parts = [pt.prod(pt.sin(omega[None, :, :] * (X - center + L)[:, None, :]) / pt.sqrt(L), axis=2)]
     if constant:
-        parts.append(pt.ones((X.shape[0], 1), dtype="float64"))
+        parts.append(filled(1.0, X.shape[0], 1))
     if linear:
         parts.append(X)
     return pt.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]

@@ -2,6 +2,7 @@
 
 import pytensor.tensor as pt
 
+from bayeskern._fills import filled
 from bayeskern._validation import check_number
 from bayeskern.kernels.base import Kernel
 
@@ -29,4 +30,4 @@ class Boxcar(Kernel):
         return pt.cast(pt.le(r2, p["width"] ** 2), "float64")  # 1[‖x − x′‖ ≤ h]
 
     def _diag(self, X, p):
-        return pt.ones((X.shape[0],), dtype="float64")
+        return filled(1.0, X.shape[0])

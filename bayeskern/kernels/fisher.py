@@ -9,6 +9,7 @@ from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.tensor.random.op import RandomVariable
 
 from bayeskern._compile import NUMPY, compiled, draw
+from bayeskern._fills import filled
 from bayeskern._validation import as_array, as_inputs, check_integer, check_prior_cov, check_seed
 from bayeskern.kernels.base import Kernel
 
@@ -93,7 +94,7 @@ class GenerativeModel:
 
     def score(self, X, theta):
         """G (n, P): row i is gᵢ = ∇_θ log p(xᵢ|θ), PyTensor's gradient with θ copied per row."""
-        Theta = pt.ones((X.shape[0], 1)) * theta[None, :]  # one copy of θ per observation
+        Theta = filled(1.0, X.shape[0], 1) * theta[None, :]  # one copy of θ per observation
         return grad(pt.sum(self.log_likelihood_rows(X, Theta)), Theta)
 
     def _fn(self, what: str):

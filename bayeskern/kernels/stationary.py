@@ -5,6 +5,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
 
+from bayeskern._fills import filled
 from bayeskern._linalg import LARGEST, TINY
 from bayeskern._validation import check_number, is_symbolic
 from bayeskern.kernels.base import Kernel
@@ -167,7 +168,7 @@ class _PyMCStationary(Kernel):
         return self._of_sqdist(paired_scaled_sqdist(X, rows, cols, p["lengthscale"]), X.type.shape[1], p)
 
     def _diag(self, X, p):
-        return pt.ones((X.shape[0],), dtype="float64")  # k(x, x) = k(r = 0) = 1
+        return filled(1.0, X.shape[0])  # k(x, x) = k(r = 0) = 1
 
 
 class RBF(_PyMCStationary):
@@ -226,7 +227,7 @@ class MahalanobisRBF(Kernel):
         return pm.gp.cov.ExpQuad(d, ls=1.0).full_from_distance(r2, squared=True)  # exp(−½ r²)
 
     def _diag(self, X, p):
-        return pt.ones((X.shape[0],), dtype="float64")
+        return filled(1.0, X.shape[0])
 
 
 class Matern12(_PyMCStationary):
