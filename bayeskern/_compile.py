@@ -511,7 +511,8 @@ def compiled(key: Hashable, build: Callable[[], tuple[list, object]], numpy: boo
 
     Compilation costs from a fraction of a second to seconds; evaluating a cached function
     costs microseconds. The cache keeps the most recently used `_MAX_ENTRIES` functions. `numpy`:
-    run it on the `NUMPY` mode (nothing compiled), a separate entry.
+    run it on the `NUMPY` mode (nothing compiled), a separate entry. Otherwise it runs on Numba, its arrays passed
+    C-contiguous and writable (`_on_one_array_type`).
     """
     key = (key, numpy)
     fn = _CACHE.get(key)
