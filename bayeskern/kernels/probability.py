@@ -3,7 +3,6 @@
 import numpy as np
 import pytensor.tensor as pt
 
-from bayeskern._fills import filled
 from bayeskern._validation import check_number, is_symbolic
 from bayeskern.kernels.base import Kernel
 
@@ -53,7 +52,7 @@ class ProbabilityProduct(Kernel):
         return pt.exp(self._log_scale(X.type.shape[1], p) - r2)
 
     def _diag(self, X, p):
-        return pt.exp(self._log_scale(X.type.shape[1], p)) * filled(1.0, X.shape[0])
+        return pt.exp(self._log_scale(X.type.shape[1], p)) * pt.ones((X.shape[0],))
 
 
 class Mixture(Kernel):
