@@ -154,7 +154,6 @@ def test_set_kernel_equals_power_set_features():
     assert bk.checks.feature_error(F.PowerSet(), K.SetIntersection(), X).max_abs_error == 0.0
 
 
-
 @pytest.mark.parametrize("make", [lambda: F.GaussianBasis(np.linspace(-2, 2, 5), 0.5, bias=True),
                                   lambda: F.SigmoidBasis(np.linspace(-2, 2, 5), 0.5, bias=True)])
 def test_the_bias_column_is_not_filled_from_a_0d_value(make):

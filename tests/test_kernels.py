@@ -451,7 +451,7 @@ def test_a_numba_evaluation_compiles_one_specialisation_for_read_only_strided_an
     for A in (X, read_only, strided):
         np.testing.assert_allclose(kernel.evaluate(A, Xs), expected, rtol=RTOL, atol=ATOL)
     [fn] = [f for key, f in _compile._CACHE.items() if key[0][0] == "kernel" and key[0][1] == kernel.signature() and not key[1]]
-    assert len(getattr(fn, "function", fn).vm.jit_fn.signatures) == 1  # (`function`: the PyTensor function under the conversion)
+    assert len(fn.function.vm.jit_fn.signatures) == 1  # (`function`: the PyTensor function under the conversion)
 
 
 def test_public_surface():
