@@ -17,9 +17,10 @@ _DISPATCH = "pytensor.link.numba.dispatch"
 
 
 def _register() -> None:
-    """Register the Numba implementations of GaussianLogp, LowerPairs and TitsiasBound with PyTensor's Numba dispatch."""
+    """Register the Numba implementations of GaussianLogp, WeightSpaceEvidence, LowerPairs and TitsiasBound with PyTensor's Numba dispatch."""
     import bayeskern._gaussian_logp_numba  # noqa: F401
     import bayeskern._lower_pairs_numba  # noqa: F401
+    import bayeskern._weight_space_evidence_numba  # noqa: F401
     import bayeskern.approx._titsias_numba  # noqa: F401
 
 

@@ -21,6 +21,7 @@ from bayeskern._linalg import (
 )
 from bayeskern._compile import untraced
 from bayeskern._gaussian_logp import gaussian_logp
+from bayeskern._weight_space_evidence import weight_space_evidence
 from bayeskern._results import Posterior
 from bayeskern._validation import (
     check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure, owned_data,
@@ -47,13 +48,17 @@ def _times_factor(A, L):
 
 
 def _log_evidence_symbolic(t, Phi, S, sigma, n_by_n: bool = False):
-    """log N(t | 0, ΦΣΦᵀ + σ²I), in O(n M²) through the M × M matrix B (Woodbury) — or, `n_by_n` (fewer points than
-    features), through C = ΦΣΦᵀ + σ²I itself by the marginal Gaussian's Op (`gaussian_logp`, exact gradient), O(n²M)."""
+    """log N(t | 0, ΦΣΦᵀ + σ²I): for a scalar or diagonal Σ from ΦᵀΦ, Φᵀt and tᵀt by `weight_space_evidence` (O(M³)
+    an evaluation, the statistics constant-folded); for a matrix Σ in O(n M²) through the M × M matrix B (Woodbury);
+    or, `n_by_n` (fewer points than features), through C = ΦΣΦᵀ + σ²I itself by the marginal Gaussian's Op
+    (`gaussian_logp`, exact gradient), O(n²M)."""
     n, M = Phi.shape[0], Phi.shape[1]
     if n_by_n:
         Sigma = pt.broadcast_to(S, (M,)) if S.ndim < 2 else S  # a vector for diagonal Σ: ΦΣ scales Φ's columns
         return gaussian_logp(pt.dot(_times_factor(Phi, Sigma), Phi.T), t, sigma**2)  # K = ΦΣΦᵀ (no √Σ: finite ∂ at 0)
-    Psi = _times_factor(Phi, _prior_factor(S, M, pt))  # Ψ = Φ L
+    if S.ndim < 2:
+        return weight_space_evidence(pt.dot(Phi.T, Phi), pt.dot(Phi.T, t), pt.dot(t, t), n, pt.broadcast_to(S, (M,)), sigma**2)
+    Psi = pt.dot(Phi, pt.linalg.cholesky(S))  # Ψ = Φ L
     LB = pt.linalg.cholesky(pt.eye(M) + pt.dot(Psi.T, Psi) / sigma**2)  # B = I + ΨᵀΨ/σ²
     v = pt.linalg.solve_triangular(LB, pt.linalg.solve_triangular(LB, pt.dot(Psi.T, t), lower=True), lower=True, trans=1)
     v = v / sigma**2  # v = B⁻¹Ψᵀt/σ² = L⁻¹ m_N
@@ -64,19 +69,9 @@ def _log_evidence_symbolic(t, Phi, S, sigma, n_by_n: bool = False):
 
 
 def log_evidence_from_statistics(gram, proj, tt: float, n: int, variances, sigma):
-    """log N(t | 0, ΦVΦᵀ + σ²I) for V = diag(v) from ΦᵀΦ (`gram`), Φᵀt (`proj`) and tᵀt (`tt`) alone: O(M³), no pass over the data.
-
-    With D = √V, Ψ = ΦD and B = I + ΨᵀΨ/σ² = L_B L_Bᵀ (eigenvalues ≥ 1, never jittered):
-    tᵀC⁻¹t = (tᵀt − ‖L_B⁻¹Ψᵀt‖²/σ²)/σ² and log|C| = 2n log σ + 2 Σ log (L_B)ᵢᵢ (Woodbury, the
-    determinant lemma). Every v must be > 0 (√v has no finite gradient at 0): the HSGP's variances are
-    floored at the smallest normal float where they are made.
-    """
-    D = pt.sqrt(variances)
-    s2 = pt.square(sigma)
-    LB = pt.linalg.cholesky(pt.eye(gram.shape[0]) + D[:, None] * gram * D[None, :] / s2)  # B = I + DΦᵀΦD/σ²
-    u = pt.linalg.solve_triangular(LB, D * proj, lower=True)  # u = L_B⁻¹Ψᵀt
-    quad = (tt - pt.sum(pt.square(u)) / s2) / s2  # tᵀC⁻¹t
-    return -0.5 * quad - n * pt.log(sigma) - pt.sum(pt.log(pt.diagonal(LB))) - 0.5 * n * LOG_2PI
+    """log N(t | 0, ΦVΦᵀ + σ²I) for V = diag(v) from ΦᵀΦ (`gram`), Φᵀt (`proj`) and tᵀt (`tt`) alone: O(M³), no pass
+    over the data (`weight_space_evidence`, exact gradient, finite at vₖ = 0)."""
+    return weight_space_evidence(gram, proj, tt, n, variances, pt.square(sigma))
 
 
 def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = False, **kwargs):
