@@ -81,8 +81,9 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     w — a scalar α⁻¹, a vector (diagonal), an (M, M) SPD matrix, or a PyMC random variable of those
     shapes. `sigma`: σ > 0, the noise standard deviation. With `collapsed=False` the weights are
     explicit: `{name}_weights` ~ N(0, Σ) and t ~ N(Φw, σ²I). With `collapsed=True` they are
-    integrated out: t ~ N(0, ΦΣΦᵀ + σ²I), evaluated in weight space in O(n M²), or with fewer points than
-    features (n < M) through the n × n covariance itself in O(n² M).
+    integrated out: t ~ N(0, ΦΣΦᵀ + σ²I), evaluated in weight space — in O(M³) from ΦᵀΦ and Φᵀt for a scalar or
+    diagonal Σ, O(n M²) for a matrix — or with fewer points than features (n < M) through the n × n covariance itself
+    in O(n² M).
     Extra keyword arguments go to the observed distribution. Returns the observed variable.
     """
     name, (X, t) = check_name(name), owned_data(X, y)  # (kept by the likelihood's record: not the caller's arrays)
