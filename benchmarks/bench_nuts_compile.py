@@ -2,7 +2,9 @@
 
 Each run is a fresh process that builds the model — `--model sum` (default): bench_mcmc.py's bayeskern model, the seeds'
 sum kernel at n = 200; `--model blr`: a collapsed Bayesian linear regression on cubic polynomial features of the same
-200 points (`bk.blr.likelihood(..., collapsed=True)`, HalfNormal prior scale and noise) — and compiles it for nutpie, one way:
+200 points (`bk.blr.likelihood(..., collapsed=True)`, HalfNormal prior scale and noise); `--model hsgp`: the collapsed
+HSGP of an RBF kernel on the same points (`bk.approx.HSGP(m=40, c=1.6)`, LogNormal length scale, HalfNormal noise) —
+and compiles it for nutpie, one way:
 "bayeskern" — `bayeskern.fit._nutpie`'s compile (what `bk.fit.mcmc` runs: PyTensor's Numba functions with the GIL
 released, cached on disk, on nutpie's Python-callback interface); "nutpie" — `nutpie.compile_pymc_model(model)` (what
 `pm.sample(nuts_sampler="nutpie")` runs: the same functions wrapped in two `numba.cfunc`s that Numba cannot cache), both
@@ -10,7 +12,7 @@ without fastmath, as `bk.fit.mcmc` compiles. "cold": `PYTENSOR_FLAGS=base_compil
 machine; "warm": a folder an earlier run filled. The variants alternate within each round; medians of `--runs`.
 The child prints its compile seconds (time.perf_counter around the compile alone); the whole process is timed too.
 
-    .venv/bin/python benchmarks/bench_nuts_compile.py --runs 3 [--model blr]
+    .venv/bin/python benchmarks/bench_nuts_compile.py --runs 3 [--model blr | hsgp]
 """
 
 import argparse
@@ -32,11 +34,16 @@ from bayeskern._compile import exact_arithmetic
 X, y = bk.datasets.sinusoid(200, 0.2, seed=200)
 if sys.argv[2] == "sum":
     model = bayeskern_model(X, y)
-else:
+elif sys.argv[2] == "blr":
     import pymc as pm
     with pm.Model() as model:
         scale, sigma = pm.HalfNormal("scale", 2.0), pm.HalfNormal("sigma", 0.5)
         bk.blr.likelihood("y", X, y, bk.features.Polynomial(3), prior_cov=scale, sigma=sigma, collapsed=True)
+else:
+    import pymc as pm
+    with pm.Model() as model:
+        ell, sigma = pm.LogNormal("ell", 0.0, 0.5), pm.HalfNormal("sigma", 1.0)
+        bk.gp.marginal_likelihood("y", X, y, bk.kernels.RBF(ell), sigma, approx=bk.approx.HSGP(m=40, c=1.6))
 t0 = time.perf_counter()
 if sys.argv[1] == "bayeskern":
     from bayeskern.fit import _nutpie
@@ -61,7 +68,7 @@ def run(way: str, compiledir: str, model: str) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--model", choices=("sum", "blr"), default="sum")
+    parser.add_argument("--model", choices=("sum", "blr", "hsgp"), default="sum")
     args = parser.parse_args()
     runs, model = args.runs, args.model
     warm = {way: tempfile.mkdtemp(prefix=f"bk_warm_{way}_") for way in ("bayeskern", "nutpie")}
