@@ -5,49 +5,23 @@ importing Numba cost the README's numpy-mode fit ~0.3 s of a 2.5 s process. Held
 (`_gaussian_logp._logp_and_gradients_scipy`) to the bit by a test.
 """
 
-import numba
 import numpy as np
-from numba.core import types
-from numba.core.extending import get_cython_function_address
-from pytensor.link.numba.cache import _call_cached_ptr
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.linalg._LAPACK import int_ptr_to_val, val_to_int_ptr
 
 from bayeskern._gaussian_logp import _JITTER_STEPS, DIAGONAL_BOUND, GaussianLogp
+from bayeskern._lapack_numba import f64p, i32p, lapack
 from bayeskern._linalg import EPS, LOG_2PI, RCOND_PROOF_MARGIN
 
 __all__ = ["_logp_and_gradients"]
 
-_i32p, _f64p = types.CPointer(types.int32), types.CPointer(types.float64)
-
-
-def _lapack(name: str, argtypes: tuple):
-    """A Numba-callable LAPACK routine d{name} from SciPy's cython_lapack, cacheable on disk."""
-
-    @numba_basic.numba_njit
-    def pointer():
-        with numba.objmode(ptr=types.intp):
-            ptr = get_cython_function_address("scipy.linalg.cython_lapack", f"d{name}")
-        return ptr
-
-    function_type = types.FunctionType(types.void(*argtypes))
-    unique = f"bayeskern.lapack.d{name}"
-
-    @numba_basic.numba_njit
-    def call(*args):
-        fn = _call_cached_ptr(get_ptr_func=pointer, func_type_ref=function_type, unique_func_name_lit=unique)
-        fn(*args)
-
-    return call
-
-
 # UPLO, N, A, LDA, INFO
-_potrf = _lapack("potrf", (_i32p, _i32p, _f64p, _i32p, _i32p))
-_potri = _lapack("potri", (_i32p, _i32p, _f64p, _i32p, _i32p))
+_potrf = lapack("potrf", (i32p, i32p, f64p, i32p, i32p))
+_potri = lapack("potri", (i32p, i32p, f64p, i32p, i32p))
 # UPLO, N, A, LDA, ANORM, RCOND, WORK, IWORK, INFO
-_pocon = _lapack("pocon", (_i32p, _i32p, _f64p, _i32p, _f64p, _f64p, _f64p, _i32p, _i32p))
+_pocon = lapack("pocon", (i32p, i32p, f64p, i32p, f64p, f64p, f64p, i32p, i32p))
 # UPLO, N, NRHS, A, LDA, B, LDB, INFO
-_potrs = _lapack("potrs", (_i32p, _i32p, _i32p, _f64p, _i32p, _f64p, _i32p, _i32p))
+_potrs = lapack("potrs", (i32p, i32p, i32p, f64p, i32p, f64p, i32p, i32p))
 
 
 @numba_basic.numba_njit(fastmath=False)
@@ -237,4 +211,4 @@ def _funcify_gaussian_logp(op, node, **kwargs):
         logp, d_K, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
         return np.asarray(logp), d_K, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 18  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
+    return gaussian_logp, 19  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk

@@ -1,91 +1,109 @@
-"""The Numba implementation of `WeightSpaceEvidence`: LAPACK called from Numba code, registered with PyTensor's Numba backend.
+"""The Numba implementation of `WeightSpaceEvidence`: LAPACK and BLAS called from Numba code, registered with PyTensor's Numba backend.
 
-Imported by `bayeskern._numba_backend` when PyTensor's Numba dispatch is first imported. Held to the SciPy
-implementation (`_weight_space_evidence._evidence_and_gradients_scipy`) to round-off by a test.
+Imported by `bayeskern._numba_backend` when PyTensor's Numba dispatch is first imported. The same routines on the same
+memory layouts as the SciPy implementation (`_weight_space_evidence._evidence_and_gradients_scipy`); a test holds the
+gradients to the bit.
 """
 
 import numpy as np
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.linalg._LAPACK import int_ptr_to_val, val_to_int_ptr
 
-from bayeskern._gaussian_logp_numba import _f64p, _i32p, _lapack, _potrf
+from bayeskern._lapack_numba import blas, f64p, i32p, lapack
 from bayeskern._linalg import LOG_2PI
 from bayeskern._weight_space_evidence import WeightSpaceEvidence
 
 __all__ = ["_evidence_and_gradients"]
 
+# UPLO, N, A, LDA, INFO
+_potrf = lapack("potrf", (i32p, i32p, f64p, i32p, i32p))
 # UPLO, TRANS, DIAG, N, NRHS, A, LDA, B, LDB, INFO
-_trtrs = _lapack("trtrs", (_i32p, _i32p, _i32p, _i32p, _i32p, _f64p, _i32p, _f64p, _i32p, _i32p))
+_trtrs = lapack("trtrs", (i32p, i32p, i32p, i32p, i32p, f64p, i32p, f64p, i32p, i32p))
+# UPLO, TRANS, N, K, ALPHA, A, LDA, BETA, C, LDC
+_syrk = blas("syrk", (i32p, i32p, i32p, i32p, f64p, f64p, i32p, f64p, f64p, i32p))
+# TRANS, M, N, ALPHA, A, LDA, X, INCX, BETA, Y, INCY
+_gemv = blas("gemv", (i32p, i32p, i32p, f64p, f64p, i32p, f64p, i32p, f64p, f64p, i32p))
 
 
 @numba_basic.numba_njit(fastmath=False)
-def _triangular_solve(A, B, nrhs, transposed):
-    """B ← L⁻¹B (`transposed`) or L⁻ᵀB, in place, for the L in A's C-order lower triangle (LAPACK's "U" = Lᵀ); B holds
-    `nrhs` right-hand sides of A's size, one after another in memory."""
-    M = A.shape[0]
-    uplo, diag = val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(ord("N")))
-    trans = val_to_int_ptr(np.int32(ord("T") if transposed else ord("N")))
-    N, info = val_to_int_ptr(np.int32(M)), val_to_int_ptr(np.int32(0))
-    _trtrs(uplo, trans, diag, N, val_to_int_ptr(np.int32(nrhs)), A.ctypes, N, B.ctypes, N, info)
+def _triangular_solve(A, B, nrhs, inverse_of_lower):
+    """B ← L⁻¹B (`inverse_of_lower`) or L⁻ᵀB, in place, for the L in A's C-order lower triangle (LAPACK's "U" = Lᵀ); B
+    holds `nrhs` right-hand sides of A's size, one after another in memory."""
+    k = A.shape[0]
+    N, info = val_to_int_ptr(np.int32(k)), val_to_int_ptr(np.int32(0))
+    trans = val_to_int_ptr(np.int32(ord("T") if inverse_of_lower else ord("N")))  # (pointers to stack values: made here)
+    _trtrs(val_to_int_ptr(np.int32(ord("U"))), trans, val_to_int_ptr(np.int32(ord("N"))), N, val_to_int_ptr(np.int32(nrhs)), A.ctypes, N, B.ctypes, N, info)
+
+
+@numba_basic.numba_njit(fastmath=False)
+def _factor(S, v, noise_var):
+    """(A, ok): B = σ²I + SVSᵀ factorised in A (syrk, then potrf on its C-order lower triangle, LAPACK's "U");
+    whether that succeeded with a finite, positive diagonal."""
+    k, M = S.shape
+    SD = np.empty((k, M))
+    for i in range(k):
+        for j in range(M):
+            SD[i, j] = S[i, j] * np.sqrt(v[j])  # S√V
+    A = np.zeros((k, k))
+    one, zero = np.ones(1), np.zeros(1)
+    N, K = val_to_int_ptr(np.int32(k)), val_to_int_ptr(np.int32(M))
+    _syrk(val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(ord("T"))), N, K, one.ctypes, SD.ctypes, K, zero.ctypes, A.ctypes, N)  # (SD)(SD)ᵀ
+    for i in range(k):
+        A[i, i] += noise_var  # B = σ²I + SVSᵀ
+    info = val_to_int_ptr(np.int32(0))
+    _potrf(val_to_int_ptr(np.int32(ord("U"))), N, A.ctypes, N, info)
+    ok = int_ptr_to_val(info) == 0
+    for i in range(k):
+        ok = ok and np.isfinite(A[i, i]) and A[i, i] > 0.0
+    return A, ok
 
 
 @numba_basic.numba_njit(final_function=True, fastmath=False)  # callable from Python too; exact arithmetic
-def _evidence_and_gradients(P, q, tt, n, v, noise_var):
-    """(log p, ∂/∂v, ∂/∂σ²) of `bayeskern._weight_space_evidence`'s formulas; (−inf, 0, 0) where B = I + DPD/σ² is not
+def _evidence_and_gradients(S, c, rr, n, v, noise_var):
+    """(log p, ∂/∂v, ∂/∂σ²) of `bayeskern._weight_space_evidence`'s formulas; (−inf, 0, 0) where B = σ²I + SVSᵀ is not
     numerically positive definite or σ², v are not valid (σ² > 0, v ≥ 0)."""
-    M = q.shape[0]
+    k, M = S.shape
     valid = noise_var > 0.0
-    for k in range(M):
-        valid = valid and v[k] >= 0.0  # (a NaN fails)
+    for j in range(M):
+        valid = valid and v[j] >= 0.0  # (a NaN fails)
     if not valid:
         return -np.inf, np.zeros(M), 0.0
-    D = np.sqrt(v)
-    A = np.empty((M, M))
-    for i in range(M):
-        for j in range(i + 1):  # B's lower triangle in C order: LAPACK's "U"
-            A[i, j] = D[i] * D[j] * P[i, j] / noise_var  # DPD/σ²
-        A[i, i] += 1.0  # B = I + DPD/σ²
-    uplo, N, info = val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(M)), val_to_int_ptr(np.int32(0))
-    _potrf(uplo, N, A.ctypes, N, info)
-    ok = int_ptr_to_val(info) == 0
-    log_det_half = 0.0
-    for i in range(M):
-        ok = ok and np.isfinite(A[i, i]) and A[i, i] > 0.0
-        log_det_half += np.log(A[i, i])
+    A, ok = _factor(S, v, noise_var)
     if not ok:
         return -np.inf, np.zeros(M), 0.0
-    w = D * q
-    _triangular_solve(A, w, 1, True)  # w = L⁻¹Dq
-    quad = (tt - np.dot(w, w) / noise_var) / noise_var  # tᵀC⁻¹t
-    logp = -0.5 * quad - 0.5 * n * np.log(noise_var) - log_det_half - 0.5 * n * LOG_2PI
-    _triangular_solve(A, w, 1, False)
-    Du = D * (w / noise_var)  # Du, u = L⁻ᵀw/σ² = B⁻¹Dq/σ²
-    E = np.empty((M, M))  # E = L⁻¹DP in Fortran order: E[k] is column k
-    for k in range(M):
-        for i in range(M):
-            E[k, i] = D[i] * P[i, k]
+    log_det_half = 0.0
+    for i in range(k):
+        log_det_half += np.log(A[i, i])
+    w = c.copy()
+    _triangular_solve(A, w, 1, True)  # w = L⁻¹c
+    quad = np.dot(w, w) + rr / noise_var  # tᵀC⁻¹t = ‖L⁻¹c‖² + ρ²/σ²
+    logp = -0.5 * quad - log_det_half - 0.5 * (n - k) * np.log(noise_var) - 0.5 * n * LOG_2PI
+    _triangular_solve(A, w, 1, False)  # z = L⁻ᵀw = B⁻¹c, in w
+    phi_alpha, one, zero = np.empty(M), np.ones(1), np.zeros(1)
+    inc, rows, cols = val_to_int_ptr(np.int32(1)), val_to_int_ptr(np.int32(M)), val_to_int_ptr(np.int32(k))
+    _gemv(val_to_int_ptr(np.int32(ord("N"))), rows, cols, one.ctypes, S.ctypes, rows, w.ctypes, inc, zero.ctypes, phi_alpha.ctypes, inc)  # Φᵀα = Sᵀz
+    E = np.empty((M, k))  # E = L⁻¹S in Fortran order: E[j] is column j
+    for j in range(M):
+        for i in range(k):
+            E[j, i] = S[i, j]
     _triangular_solve(A, E, M, True)
-    PDu = np.dot(P, Du)
     d_v = np.empty(M)
-    for k in range(M):
-        phi_alpha = (q[k] - PDu[k]) / noise_var  # (Φᵀα)ₖ = (q − PDu)ₖ/σ²
-        phi_C_phi = P[k, k] / noise_var - np.dot(E[k], E[k]) / noise_var**2  # (ΦᵀC⁻¹Φ)ₖₖ = Pₖₖ/σ² − (EᵀE)ₖₖ/σ⁴
-        d_v[k] = 0.5 * (phi_alpha**2 - phi_C_phi)
-    d_noise = (0.5 * (quad - n) - np.dot(v, d_v)) / noise_var  # σ²∂/∂σ² = ½(tᵀC⁻¹t − n) − Σ vₖ∂/∂vₖ
+    for j in range(M):
+        d_v[j] = 0.5 * (phi_alpha[j] ** 2 - np.dot(E[j], E[j]))  # ½[(Φᵀα)ⱼ² − (EᵀE)ⱼⱼ]
+    d_noise = (0.5 * (quad - n) - np.dot(v, d_v)) / noise_var  # σ²∂/∂σ² = ½(tᵀC⁻¹t − n) − Σ vⱼ∂/∂vⱼ
     return logp, d_v, d_noise
 
 
 @numba_basic.register_funcify_default_op_cache_key(WeightSpaceEvidence)
 def _funcify_weight_space_evidence(op, node, **kwargs):
     @numba_basic.numba_njit
-    def weight_space_evidence(gram, proj, tt, n, variances, noise_var):
-        M = proj.shape[0]
-        if gram.shape[0] != M or gram.shape[1] != M or variances.shape[0] != M:
-            raise ValueError("weight_space_evidence needs ΦᵀΦ (M, M), Φᵀt (M,) and variances (M,)")
+    def weight_space_evidence(S, c, rr, n, variances, noise_var):
+        if S.shape[0] != c.shape[0] or S.shape[1] != variances.shape[0]:
+            raise ValueError("weight_space_evidence needs S (k, M), c (k,) and variances (M,)")
         logp, d_v, d_noise = _evidence_and_gradients(
-            np.ascontiguousarray(gram), np.ascontiguousarray(proj), tt.item(), n.item(), np.ascontiguousarray(variances),
+            np.ascontiguousarray(S), np.ascontiguousarray(c), rr.item(), n.item(), np.ascontiguousarray(variances),
             noise_var.item(),
         )
         return np.asarray(logp), d_v, np.asarray(d_noise)
 
-    return weight_space_evidence, 1  # bump when _evidence_and_gradients changes (or moves): PyTensor caches the code on disk
+    return weight_space_evidence, 2  # bump when anything it calls changes (or moves): PyTensor caches the code on disk

@@ -48,8 +48,8 @@ def _times_factor(A, L):
 
 
 def _log_evidence_symbolic(t, Phi, S, sigma, n_by_n: bool = False):
-    """log N(t | 0, ΦΣΦᵀ + σ²I): for a scalar or diagonal Σ from ΦᵀΦ, Φᵀt and tᵀt by `weight_space_evidence` (O(M³)
-    an evaluation, the statistics constant-folded); for a matrix Σ in O(n M²) through the M × M matrix B (Woodbury);
+    """log N(t | 0, ΦΣΦᵀ + σ²I): for a scalar or diagonal Σ from the R factor of [Φ | t] by `weight_space_evidence`
+    (O(M³) an evaluation, the QR constant-folded with the data); for a matrix Σ in O(n M²) through the M × M matrix B (Woodbury);
     or, `n_by_n` (fewer points than features), through C = ΦΣΦᵀ + σ²I itself by the marginal Gaussian's Op
     (`gaussian_logp`, exact gradient), O(n²M)."""
     n, M = Phi.shape[0], Phi.shape[1]
@@ -57,7 +57,7 @@ def _log_evidence_symbolic(t, Phi, S, sigma, n_by_n: bool = False):
         Sigma = pt.broadcast_to(S, (M,)) if S.ndim < 2 else S  # a vector for diagonal Σ: ΦΣ scales Φ's columns
         return gaussian_logp(pt.dot(_times_factor(Phi, Sigma), Phi.T), t, sigma**2)  # K = ΦΣΦᵀ (no √Σ: finite ∂ at 0)
     if S.ndim < 2:
-        return weight_space_evidence(pt.dot(Phi.T, Phi), pt.dot(Phi.T, t), pt.dot(t, t), n, pt.broadcast_to(S, (M,)), sigma**2)
+        return weight_space_evidence(_r_factor(Phi, t), n, pt.broadcast_to(S, (M,)), sigma**2)
     Psi = pt.dot(Phi, pt.linalg.cholesky(S))  # Ψ = Φ L
     LB = pt.linalg.cholesky(pt.eye(M) + pt.dot(Psi.T, Psi) / sigma**2)  # B = I + ΨᵀΨ/σ²
     v = pt.linalg.solve_triangular(LB, pt.linalg.solve_triangular(LB, pt.dot(Psi.T, t), lower=True), lower=True, trans=1)
@@ -68,10 +68,13 @@ def _log_evidence_symbolic(t, Phi, S, sigma, n_by_n: bool = False):
     return -0.5 * quad - n * pt.log(sigma) - pt.sum(pt.log(pt.diagonal(LB))) - 0.5 * n * LOG_2PI
 
 
-def log_evidence_from_statistics(gram, proj, tt: float, n: int, variances, sigma):
-    """log N(t | 0, ΦVΦᵀ + σ²I) for V = diag(v) from ΦᵀΦ (`gram`), Φᵀt (`proj`) and tᵀt (`tt`) alone: O(M³), no pass
-    over the data (`weight_space_evidence`, exact gradient, finite at vₖ = 0)."""
-    return weight_space_evidence(gram, proj, tt, n, variances, pt.square(sigma))
+def _r_factor(Phi, t):
+    """(S, c, ρ²) of `DesignRows.r_factor`, symbolically, for n ≥ M (the weight-space regime): the R factor of [Φ | t],
+    which PyTensor's constant folding computes once when Φ and t are data. R has min(n, M + 1) rows: ρ is R[M, M] if
+    n > M, and ρ² = 0 (t in Φ's span) if n = M."""
+    M = Phi.shape[1]
+    R = pt.linalg.qr(pt.concatenate([Phi, t[:, None]], axis=1), mode="r")
+    return R[:M, :M], R[:M, M], pt.sum(pt.square(R[M:, M]))
 
 
 def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = False, **kwargs):
@@ -270,7 +273,7 @@ class DesignRows:
         self.M = Phi.shape[1] if Phi is not None else n_features(features, X.shape[1])
         if Phi is None and (len(X) * self.M <= BLOCK_ENTRIES or len(X) < self.M):
             Phi = design_matrix(features, X)
-        self.features, self.X, self.Phi = features, X, Phi
+        self.features, self.X, self.Phi, self._t = features, X, Phi, t
         self.proj, self.sum_of_squares = np.zeros(self.M), 0.0
         streamed = np.zeros((self.M, self.M)) if Phi is None else None  # a second pass would compute Φ again
         for rows, block in self.blocks():
@@ -286,6 +289,18 @@ class DesignRows:
         """ΦᵀΦ (M × M): accumulated in the constructor's pass when Φ is streamed; from the Φ held whole when first read
         (not at all by a solver with fewer data than features)."""
         return self.Phi.T @ self.Phi
+
+    @functools.cached_property
+    def r_factor(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """(S, c, ρ²) with Φ = QS, c = Qᵀt and ρ² = ‖t − QQᵀt‖² for a Q of k = min(n, M) orthonormal columns: the rows of
+        the R factor of [Φ | t] (QR accumulated over the row blocks: R of [R; Φ_b | t_b], "TSQR"), what
+        `weight_space_evidence` reads. Unlike ΦᵀΦ and Φᵀt, they give tᵀC⁻¹t as a sum of squares."""
+        R = np.zeros((0, self.M + 1))
+        for rows, block in self.blocks():
+            R = np.linalg.qr(np.vstack([R, np.column_stack([block, self._t[rows]])]), mode="r")
+        k = min(R.shape[0], self.M)
+        rr = float(R[self.M, self.M] ** 2) if R.shape[0] > self.M else 0.0  # ρ: the last diagonal entry of R
+        return np.ascontiguousarray(R[:k, : self.M]), np.ascontiguousarray(R[:k, self.M]), rr
 
     def blocks(self):
         """(rows, Φ[rows]) pairs covering every training point in order."""

@@ -23,7 +23,8 @@ from bayeskern._fills import filled
 from bayeskern._linalg import TINY
 from bayeskern._parameterised import bind_given
 from bayeskern._validation import PACKAGE_DIR, as_inputs, check_kernel, check_name, check_number, check_sigma, is_symbolic, owned_data
-from bayeskern.blr import DesignRows, WeightSpaceBLR, log_evidence_from_statistics
+from bayeskern._weight_space_evidence import weight_space_evidence
+from bayeskern.blr import DesignRows, WeightSpaceBLR
 from bayeskern.features import FeatureMap
 from bayeskern.kernels import RBF, Constant, FeatureKernel, Kernel, Linear, Matern32, Matern52, Scaled, Sum
 from bayeskern.likelihood import KernelLikelihood, attach
@@ -303,8 +304,8 @@ class HSGP:
 
         def logp(value, v, sigma, *basis):
             if value is not y_data:
-                raise ValueError("the collapsed HSGP likelihood holds the statistics ΦᵀΦ, Φᵀt of its observed y only")
-            return log_evidence_from_statistics(shared.gram, shared.proj, float(t @ t), len(t), v, sigma)
+                raise ValueError("the collapsed HSGP likelihood holds the statistics of [Φ | t] for its observed y only")
+            return weight_space_evidence(shared.r_factor, len(t), v, pt.square(sigma))
 
         obs = pm.CustomDist(name, record.variances(), record.sigma, shared.omega, shared.center, shared.L, dist=generate, logp=logp,
                             signature="(m),(),(j,d),(d),(d)->(n)", observed=y_data, **kwargs)
@@ -411,11 +412,11 @@ def _within_cap(here: tuple, bigger: tuple) -> bool:
 
 @dataclass(frozen=True)
 class SharedBasis:
-    """A model's HSGP basis and statistics as shared variables of its graph — ΦᵀΦ, Φᵀt, the frequencies ω, the box's
-    centre and half-width — so that a refit with another basis (`HSGPLikelihood.refined`) sets values, not graphs."""
+    """A model's HSGP basis and statistics as shared variables of its graph — the R factor of [Φ | t] (S, c, ρ²:
+    `DesignRows.r_factor`), the frequencies ω, the box's centre and half-width — so that a refit with another basis
+    (`HSGPLikelihood.refined`) sets values, not graphs."""
 
-    gram: object
-    proj: object
+    r_factor: tuple
     omega: object
     center: object
     L: object
@@ -423,13 +424,15 @@ class SharedBasis:
     @classmethod
     def of(cls, name: str, basis: HilbertBasis, rows: DesignRows) -> "SharedBasis":
         p, d = basis.parameters(), len(basis.m)
-        return cls(pytensor.shared(rows.gram, name=f"{name}_gram", shape=(None, None)), pytensor.shared(rows.proj, name=f"{name}_proj", shape=(None,)),
-                   pytensor.shared(basis.frequencies, name=f"{name}_omega", shape=(None, d)),
+        S, c, rr = rows.r_factor
+        r_factor = (pytensor.shared(S, name=f"{name}_S", shape=(None, None)), pytensor.shared(c, name=f"{name}_c", shape=(None,)),
+                    pytensor.shared(np.float64(rr), name=f"{name}_rr"))
+        return cls(r_factor, pytensor.shared(basis.frequencies, name=f"{name}_omega", shape=(None, d)),
                    pytensor.shared(p["center"], name=f"{name}_center", shape=(d,)), pytensor.shared(p["L"], name=f"{name}_L", shape=(d,)))
 
     def set(self, basis: HilbertBasis, rows: DesignRows) -> None:
         p = basis.parameters()
-        for variable, value in ((self.gram, rows.gram), (self.proj, rows.proj), (self.omega, basis.frequencies), (self.center, p["center"]), (self.L, p["L"])):
+        for variable, value in (*zip(self.r_factor, rows.r_factor, strict=True), (self.omega, basis.frequencies), (self.center, p["center"]), (self.L, p["L"])):
             variable.set_value(value)
 
 
