@@ -4,7 +4,8 @@ Model: w ~ N(0, Σ), t = Φw + ε, ε ~ N(0, σ²I), with Φ = φ(X) from a feat
 computed through Σ = L Lᵀ and B = I + ΨᵀΨ/σ² with Ψ = ΦL (M × M), or, with fewer data than features,
 D = I + ΨΨᵀ/σ² (n × n: the kernel trick, D/σ² is the Gram matrix of k(x, x′) = φ(x)ᵀΣφ(x′) plus I).
 B and D have the same eigenvalues besides 1s, all ≥ 1, so neither factorisation needs jitter in exact
-arithmetic, and Σ is never inverted.
+arithmetic, and Σ is never inverted. The PyMC likelihood of a scalar or diagonal Σ is the weight-space evidence Op
+(`bayeskern._weight_space_evidence`), on the R factor of [Φ | t] (`DesignRows.r_factor`).
 """
 
 import functools
@@ -261,7 +262,8 @@ BLOCK_ENTRIES = 2**22
 
 
 class DesignRows:
-    """Φ = φ(X) of the training inputs, by row blocks, with Φᵀt and ‖Φ‖²_F accumulated once, ΦᵀΦ when first read.
+    """Φ = φ(X) of the training inputs, by row blocks, with Φᵀt and ‖Φ‖²_F accumulated once, ΦᵀΦ and the R factor of
+    [Φ | t] when first read (a streamed Φ is computed again for the R factor).
 
     `Phi`: Φ held whole (then it is the only block); None computes it from the feature map (M columns):
     held whole if it fits in one block of BLOCK_ENTRIES or has fewer rows than columns (then it is smaller than the

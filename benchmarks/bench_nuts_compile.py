@@ -12,7 +12,10 @@ without fastmath, as `bk.fit.mcmc` compiles. "cold": `PYTENSOR_FLAGS=base_compil
 machine; "warm": a folder an earlier run filled. The variants alternate within each round; medians of `--runs`.
 The child prints its compile seconds (time.perf_counter around the compile alone); the whole process is timed too.
 
-    .venv/bin/python benchmarks/bench_nuts_compile.py --runs 3 [--model blr | hsgp]
+    .venv/bin/python benchmarks/bench_nuts_compile.py --runs 3 [--model blr | hsgp] [--checkout DIR] [--only bayeskern]
+
+`--checkout DIR`: the children import the bayeskern of another checkout (`git worktree add DIR COMMIT`), for an A/B of
+two commits; `--only bayeskern` skips nutpie's compile.
 """
 
 import argparse
@@ -56,12 +59,13 @@ print(f"{{time.perf_counter() - t0:.3f}}")
 """
 
 
-def run(way: str, compiledir: str, model: str) -> tuple[float, float]:
-    """(whole-process seconds, compile seconds) of one child."""
+def run(way: str, compiledir: str, model: str, checkout: str | None = None) -> tuple[float, float]:
+    """(whole-process seconds, compile seconds) of one child (in `checkout`, whose bayeskern it then imports)."""
     env = dict(os.environ, PYTENSOR_FLAGS=f"base_compiledir={compiledir}")
     code = CHILD.format(here=str(Path(__file__).resolve().parent))
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, way, model], env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", code, way, model], env=env, capture_output=True, text=True, check=True,
+                          cwd=checkout)
     return time.perf_counter() - started, float(done.stdout.split()[-1])
 
 
@@ -69,16 +73,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--model", choices=("sum", "blr", "hsgp"), default="sum")
+    parser.add_argument("--checkout", default=None)
+    parser.add_argument("--only", choices=("bayeskern", "nutpie"), default=None)
     args = parser.parse_args()
-    runs, model = args.runs, args.model
-    warm = {way: tempfile.mkdtemp(prefix=f"bk_warm_{way}_") for way in ("bayeskern", "nutpie")}
+    runs, model, ways = args.runs, args.model, [args.only] if args.only else ["bayeskern", "nutpie"]
+    warm = {way: tempfile.mkdtemp(prefix=f"bk_warm_{way}_") for way in ways}
     for way, folder in warm.items():
-        run(way, folder, model)  # fills it
+        run(way, folder, model, args.checkout)  # fills it
     rows: dict = {}
     for _ in range(runs):
-        for way in ("bayeskern", "nutpie"):
-            rows.setdefault((way, "cold"), []).append(run(way, tempfile.mkdtemp(prefix="bk_cold_"), model))
-            rows.setdefault((way, "warm"), []).append(run(way, warm[way], model))
+        for way in ways:
+            rows.setdefault((way, "cold"), []).append(run(way, tempfile.mkdtemp(prefix="bk_cold_"), model, args.checkout))
+            rows.setdefault((way, "warm"), []).append(run(way, warm[way], model, args.checkout))
     print("| compile | cache | compile s (median, min–max) | whole process s (median) |")
     print("|---|---|---|---|")
     for (way, cache), results in sorted(rows.items(), key=lambda item: (item[0][1], item[0][0])):
