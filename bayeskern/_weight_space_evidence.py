@@ -9,9 +9,11 @@ residual of least squares. Then C = Q(σ²I + SVSᵀ)Qᵀ + σ²(I − QQᵀ), a
   Φᵀα = SᵀB⁻¹c (α = C⁻¹t), ΦᵀC⁻¹Φ = SᵀB⁻¹S = EᵀE with E = L⁻¹S, and ∂ log p/∂vₖ = ½[(Φᵀα)ₖ² − (EᵀE)ₖₖ];
   C(cV, cσ²) = c·C(V, σ²) gives Σ vₖ ∂/∂vₖ + σ² ∂/∂σ² = ½(tᵀC⁻¹t − n), hence ∂ log p/∂σ².
 
-Every quantity is a sum of squares or a product: nothing cancels, at any offset of t or ratio v/σ² (from ΦᵀΦ and Φᵀt,
-tᵀC⁻¹t = (tᵀt − ‖L_B⁻¹√VΦᵀt‖²/σ²)/σ² loses ε·tᵀt/σ²: 0.2 nats for targets near 1e4 with σ = 0.01). The gradient is
-finite at vₖ = 0. Only the value is differentiable once: the gradient outputs have no gradient of their own.
+tᵀC⁻¹t, log|C|, Φᵀα and ΦᵀC⁻¹Φ are sums of squares or products: nothing cancels, at any offset of t or ratio v/σ²
+(from ΦᵀΦ and Φᵀt, tᵀC⁻¹t = (tᵀt − ‖L_B⁻¹√VΦᵀt‖²/σ²)/σ² loses ε·tᵀt/σ²: 0.2 nats for targets near 1e4 with σ = 0.01).
+The identity for ∂/∂σ² subtracts terms of size n: σ²·∂/∂σ² is accurate to ~ε·n, which is what a sampler or optimiser
+over log σ reads. The gradient is finite at vₖ = 0. Only the value is differentiable once: the gradient outputs have no
+gradient of their own (a Hessian of the density raises).
 
 Differentiating a Cholesky factor symbolically instead compiled ~10 linear-algebra Ops under PyTensor's Numba backend,
 one per argument layout at 1–2 s each. Two implementations of the one algorithm, as for `GaussianLogp`: SciPy's LAPACK

@@ -71,8 +71,8 @@ def _log_evidence_symbolic(t, Phi, S, sigma, n_by_n: bool = False):
 
 def _r_factor(Phi, t):
     """(S, c, ρ²) of `DesignRows.r_factor`, symbolically, for n ≥ M (the weight-space regime): the R factor of [Φ | t],
-    which PyTensor's constant folding computes once when Φ and t are data. R has min(n, M + 1) rows: ρ is R[M, M] if
-    n > M, and ρ² = 0 (t in Φ's span) if n = M."""
+    which PyTensor's constant folding computes once when Φ and t are data. PyTensor's R is n × (M + 1), zero below the
+    diagonal: ρ² = R[M, M]² if n > M, and 0 (t in Φ's span, R[M:, M] empty) if n = M."""
     M = Phi.shape[1]
     R = pt.linalg.qr(pt.concatenate([Phi, t[:, None]], axis=1), mode="r")
     return R[:M, :M], R[:M, M], pt.sum(pt.square(R[M:, M]))
@@ -85,8 +85,8 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     w — a scalar α⁻¹, a vector (diagonal), an (M, M) SPD matrix, or a PyMC random variable of those
     shapes. `sigma`: σ > 0, the noise standard deviation. With `collapsed=False` the weights are
     explicit: `{name}_weights` ~ N(0, Σ) and t ~ N(Φw, σ²I). With `collapsed=True` they are
-    integrated out: t ~ N(0, ΦΣΦᵀ + σ²I), evaluated in weight space — in O(M³) from ΦᵀΦ and Φᵀt for a scalar or
-    diagonal Σ, O(n M²) for a matrix — or with fewer points than features (n < M) through the n × n covariance itself
+    integrated out: t ~ N(0, ΦΣΦᵀ + σ²I), evaluated in weight space — in O(M³) from the R factor of [Φ | t] for a
+    scalar or diagonal Σ, O(n M²) for a matrix — or with fewer points than features (n < M) through the n × n covariance itself
     in O(n² M).
     Extra keyword arguments go to the observed distribution. Returns the observed variable.
     """

@@ -99,6 +99,14 @@ def test_design_rows_hold_phi_with_fewer_rows_than_columns_and_stream_it_in_one_
     assert many.Phi is None and len(calls) == 15  # 60 rows, 4 a block, one pass
     Phi = phi(X60)
     np.testing.assert_allclose(gram, Phi.T @ Phi, rtol=1e-12, atol=1e-12)
+    # the R factor of [Φ | t], accumulated over the same blocks (TSQR): SᵀS = ΦᵀΦ, Sᵀc = Φᵀt, ‖c‖² + ρ² = tᵀt, and ρ² the
+    # least-squares residual (round-off of 60-term sums in another order; bar 1e-10 relative)
+    S, c, rr = many.r_factor
+    np.testing.assert_allclose(S.T @ S, Phi.T @ Phi, rtol=1e-10, atol=1e-10 * np.abs(Phi.T @ Phi).max())
+    np.testing.assert_allclose(S.T @ c, Phi.T @ t60, rtol=1e-10, atol=1e-10 * np.abs(Phi.T @ t60).max())
+    np.testing.assert_allclose(c @ c + rr, t60 @ t60, rtol=1e-12)
+    residual = t60 - Phi @ np.linalg.lstsq(Phi, t60, rcond=None)[0]
+    np.testing.assert_allclose(rr, residual @ residual, rtol=1e-6, atol=1e-12 * (t60 @ t60))
 
 
 def test_many_features_on_few_points_need_no_m_by_m_matrix():
@@ -159,6 +167,28 @@ def test_collapsed_model_logp_equals_evidence():
         bk.blr.likelihood("y", X=X, y=t, features=phi, prior_cov=1 / alpha, sigma=0.3, collapsed=True)
     expected = bk.blr.posterior(phi, X, t, sigma=0.3, prior_cov=1 / 2.5).log_marginal_likelihood
     np.testing.assert_allclose(scalar.compile_logp(vars=[scalar["y"]])({"alpha_log__": np.log(2.5)}), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [4, 5, 9])
+def test_collapsed_model_with_a_diagonal_prior_equals_the_solvers_evidence_down_to_n_equal_m(n):
+    """A vector Σ (diagonal) random variable, M = 4 monomials, n = 4 (t in Φ's span: ρ = 0), 5 and 9 points: the
+    weight-space evidence Op on the R factor of [Φ | t] equals the solver's evidence (two routes, ~1e-14 relative; bar
+    1e-12), and PyMC's compiled graph holds the Op and no QR (constant-folded with the data: nothing for Numba to
+    compile but the Op)."""
+    from bayeskern._weight_space_evidence import WeightSpaceEvidence
+
+    X = np.linspace(-1, 1, n)[:, None]
+    t = np.sin(3 * X[:, 0]) + 0.1 * np.cos(7 * X[:, 0])
+    phi = F.Polynomial(3)
+    with pm.Model() as model:
+        v = pm.HalfNormal("v", 1.0, shape=4)
+        bk.blr.likelihood("y", X=X, y=t, features=phi, prior_cov=v, sigma=0.3, collapsed=True)
+    values = np.array([0.5, 2.0, 0.1, 1.3])
+    expected = bk.blr.posterior(phi, X, t, sigma=0.3, prior_cov=values).log_marginal_likelihood
+    fn = model.compile_logp(vars=[model["y"]])
+    np.testing.assert_allclose(fn({"v_log__": np.log(values)}), expected, rtol=1e-12)
+    ops = [type(node.op) for node in fn.f.maker.fgraph.toposort()]
+    assert WeightSpaceEvidence in ops and not any("QR" in op.__name__ for op in ops)
 
 
 @pytest.mark.parametrize("kind", ["scalar", "matrix"])

@@ -481,7 +481,7 @@ class HSGPLikelihood(KernelLikelihood):
         return dataclasses.replace(self, X=X, y=y, rows=DesignRows(self.basis, X, y), shared=None)
 
     def rows_per_evaluation(self) -> int:
-        return 0  # the log density reads ΦᵀΦ, Φᵀt, tᵀt: O(M³), whatever n
+        return 0  # the log density reads the R factor of [Φ | t]: O(M³), whatever n
 
     def fit_warnings(self, conditioned=None) -> list[str]:
         return self.resolution_messages(fitted=True) + self.convergence_messages(conditioned)
