@@ -261,9 +261,21 @@ class BLRPosterior(Posterior):
 BLOCK_ENTRIES = 2**22
 
 
+def _r_of_stacked(R: np.ndarray, block: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The R factor of [R; Φ_b | t_b]: R of [Φ | t] over the rows so far, extended by a block (TSQR)."""
+    return np.linalg.qr(np.vstack([R, np.column_stack([block, t])]), mode="r")
+
+
+def _r_statistics(R: np.ndarray, M: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(S, c, ρ²) from the R factor of [Φ | t] (min(n, M + 1) rows): k = min(n, M) rows of S and c; ρ = R[M, M], or 0."""
+    k = min(R.shape[0], M)
+    rr = float(R[M, M] ** 2) if R.shape[0] > M else 0.0
+    return np.ascontiguousarray(R[:k, :M]), np.ascontiguousarray(R[:k, M]), rr
+
+
 class DesignRows:
-    """Φ = φ(X) of the training inputs, by row blocks, with Φᵀt and ‖Φ‖²_F accumulated once, ΦᵀΦ and the R factor of
-    [Φ | t] when first read (a streamed Φ is computed again for the R factor).
+    """Φ = φ(X) of the training inputs, by row blocks, with Φᵀt and ‖Φ‖²_F accumulated once, ΦᵀΦ (and the R factor of
+    [Φ | t]) when first read.
 
     `Phi`: Φ held whole (then it is the only block); None computes it from the feature map (M columns):
     held whole if it fits in one block of BLOCK_ENTRIES or has fewer rows than columns (then it is smaller than the
@@ -294,15 +306,23 @@ class DesignRows:
 
     @functools.cached_property
     def r_factor(self) -> tuple[np.ndarray, np.ndarray, float]:
-        """(S, c, ρ²) with Φ = QS, c = Qᵀt and ρ² = ‖t − QQᵀt‖² for a Q of k = min(n, M) orthonormal columns: the rows of
-        the R factor of [Φ | t] (QR accumulated over the row blocks: R of [R; Φ_b | t_b], "TSQR"), what
-        `weight_space_evidence` reads. Unlike ΦᵀΦ and Φᵀt, they give tᵀC⁻¹t as a sum of squares."""
-        R = np.zeros((0, self.M + 1))
-        for rows, block in self.blocks():
-            R = np.linalg.qr(np.vstack([R, np.column_stack([block, self._t[rows]])]), mode="r")
-        k = min(R.shape[0], self.M)
-        rr = float(R[self.M, self.M] ** 2) if R.shape[0] > self.M else 0.0  # ρ: the last diagonal entry of R
-        return np.ascontiguousarray(R[:k, : self.M]), np.ascontiguousarray(R[:k, self.M]), rr
+        """(S, c, ρ²) with Φ = QS, c = Qᵀt and ρ² = ‖t − QQᵀt‖² for a Q of k = min(n, M) orthonormal columns, what
+        `weight_space_evidence` reads. Φ held whole: the rows of the R factor of [Φ | t] (Householder QR, backward
+        stable: tᵀC⁻¹t becomes a sum of squares). Φ streamed (n·M above BLOCK_ENTRIES, the large-n HSGP): from ΦᵀΦ and
+        Φᵀt of the constructor's pass, S = Lᵀ with ΦᵀΦ = LLᵀ, c = L⁻¹Φᵀt, ρ² = tᵀt − ‖c‖² — no QR of n rows (which
+        cost ~6 s a pass at n = 10⁶, M = 121), at the accuracy of the statistics (ρ² loses ε·tᵀt); where ΦᵀΦ is not
+        numerically positive definite, a second pass accumulates the R factor by blocks (TSQR)."""
+        if self.Phi is not None:
+            return _r_statistics(_r_of_stacked(np.zeros((0, self.M + 1)), self.Phi, self._t), self.M)
+        try:
+            L = scipy.linalg.cholesky(self.gram, lower=True)
+        except np.linalg.LinAlgError:
+            R = np.zeros((0, self.M + 1))
+            for rows, block in self.blocks():
+                R = _r_of_stacked(R, block, self._t[rows])
+            return _r_statistics(R, self.M)
+        c = scipy.linalg.solve_triangular(L, self.proj, lower=True)
+        return np.ascontiguousarray(L.T), c, max(float(self._t @ self._t - c @ c), 0.0)
 
     def blocks(self):
         """(rows, Φ[rows]) pairs covering every training point in order."""

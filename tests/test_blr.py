@@ -99,14 +99,42 @@ def test_design_rows_hold_phi_with_fewer_rows_than_columns_and_stream_it_in_one_
     assert many.Phi is None and len(calls) == 15  # 60 rows, 4 a block, one pass
     Phi = phi(X60)
     np.testing.assert_allclose(gram, Phi.T @ Phi, rtol=1e-12, atol=1e-12)
-    # the R factor of [Φ | t], accumulated over the same blocks (TSQR): SᵀS = ΦᵀΦ, Sᵀc = Φᵀt, ‖c‖² + ρ² = tᵀt, and ρ² the
-    # least-squares residual (round-off of 60-term sums in another order; bar 1e-10 relative)
+    # the statistics of the evidence Op, from ΦᵀΦ and Φᵀt of the same pass (no second pass): SᵀS = ΦᵀΦ, Sᵀc = Φᵀt,
+    # ‖c‖² + ρ² = tᵀt, and ρ² the least-squares residual (round-off of 60-term sums in another order; bar 1e-10 relative;
+    # ρ² through tᵀt − ‖c‖², bar 1e-6)
     S, c, rr = many.r_factor
     np.testing.assert_allclose(S.T @ S, Phi.T @ Phi, rtol=1e-10, atol=1e-10 * np.abs(Phi.T @ Phi).max())
     np.testing.assert_allclose(S.T @ c, Phi.T @ t60, rtol=1e-10, atol=1e-10 * np.abs(Phi.T @ t60).max())
     np.testing.assert_allclose(c @ c + rr, t60 @ t60, rtol=1e-12)
     residual = t60 - Phi @ np.linalg.lstsq(Phi, t60, rcond=None)[0]
     np.testing.assert_allclose(rr, residual @ residual, rtol=1e-6, atol=1e-12 * (t60 @ t60))
+
+
+def test_a_streamed_design_whose_gram_is_singular_gets_its_r_factor_by_blocks(monkeypatch):
+    """Features [1, x₁, x₂] of inputs with x₁ = x₂ on 60 points, streamed 4 rows a block: ΦᵀΦ is singular (potrf fails), so the R factor of
+    [Φ | t] is accumulated over the blocks in a second pass (TSQR). Past Φ's rank R is not unique, but Φ = QS, c = Qᵀt
+    and ρ² = ‖t − QQᵀt‖² hold for its Q: SᵀS = ΦᵀΦ, Sᵀc = Φᵀt, ‖c‖² + ρ² = tᵀt (bar 1e-12 of the largest entry), and
+    the evidence from them equals scipy's density of the 60 × 60 covariance (bar 1e-12 relative)."""
+    from bayeskern._weight_space_evidence import _evidence_and_gradients_scipy
+
+    from bayeskern import blr as blr_module
+
+    monkeypatch.setattr(blr_module, "BLOCK_ENTRIES", 12)
+    X = np.repeat(np.linspace(0, 1, 60)[:, None], 2, axis=1)
+    t = np.sin(6 * X[:, 0]) + 3.0
+    phi = F.Polynomial(1)
+    rows = blr_module.DesignRows(phi, X, t)
+    assert rows.Phi is None
+    with pytest.raises(np.linalg.LinAlgError):  # the case: ΦᵀΦ's Cholesky fails, the R factor comes from the blocks
+        np.linalg.cholesky(rows.gram)
+    S, c, rr = rows.r_factor
+    Phi = F.design_matrix(phi, X)
+    np.testing.assert_allclose(S.T @ S, Phi.T @ Phi, atol=1e-12 * np.abs(Phi.T @ Phi).max())
+    np.testing.assert_allclose(S.T @ c, Phi.T @ t, atol=1e-12 * np.abs(Phi.T @ t).max())
+    np.testing.assert_allclose(c @ c + rr, t @ t, rtol=1e-12)
+    v = np.array([0.7, 1.1, 0.4])
+    dense = multivariate_normal(np.zeros(60), (Phi * v) @ Phi.T + 0.09 * np.eye(60)).logpdf(t)
+    np.testing.assert_allclose(_evidence_and_gradients_scipy(S, c, rr, 60.0, v, 0.09)[0], dense, rtol=1e-12)
 
 
 def test_many_features_on_few_points_need_no_m_by_m_matrix():
