@@ -77,14 +77,16 @@ def main() -> None:
     parser.add_argument("--only", choices=("bayeskern", "nutpie"), default=None)
     args = parser.parse_args()
     runs, model, ways = args.runs, args.model, [args.only] if args.only else ["bayeskern", "nutpie"]
-    warm = {way: tempfile.mkdtemp(prefix=f"bk_warm_{way}_") for way in ways}
-    for way, folder in warm.items():
-        run(way, folder, model, args.checkout)  # fills it
-    rows: dict = {}
-    for _ in range(runs):
-        for way in ways:
-            rows.setdefault((way, "cold"), []).append(run(way, tempfile.mkdtemp(prefix="bk_cold_"), model, args.checkout))
-            rows.setdefault((way, "warm"), []).append(run(way, warm[way], model, args.checkout))
+    with tempfile.TemporaryDirectory(prefix="bk_compile_") as root:  # every compile directory, removed at the end
+        warm = {way: tempfile.mkdtemp(prefix=f"warm_{way}_", dir=root) for way in ways}
+        for way, folder in warm.items():
+            run(way, folder, model, args.checkout)  # fills it
+        rows: dict = {}
+        for _ in range(runs):
+            for way in ways:
+                cold = tempfile.mkdtemp(prefix="cold_", dir=root)
+                rows.setdefault((way, "cold"), []).append(run(way, cold, model, args.checkout))
+                rows.setdefault((way, "warm"), []).append(run(way, warm[way], model, args.checkout))
     print("| compile | cache | compile s (median, min–max) | whole process s (median) |")
     print("|---|---|---|---|")
     for (way, cache), results in sorted(rows.items(), key=lambda item: (item[0][1], item[0][0])):
