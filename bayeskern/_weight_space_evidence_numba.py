@@ -40,10 +40,10 @@ def _factor(S, v, noise_var):
     """(A, ok): B = σ²I + SVSᵀ factorised in A (syrk, then potrf on its C-order lower triangle, LAPACK's "U");
     whether that succeeded with a finite, positive diagonal."""
     k, M = S.shape
-    SD = np.empty((k, M))
+    D, SD = np.sqrt(v), np.empty((k, M))
     for i in range(k):
         for j in range(M):
-            SD[i, j] = S[i, j] * np.sqrt(v[j])  # S√V
+            SD[i, j] = S[i, j] * D[j]  # S√V
     A = np.zeros((k, k))
     one, zero = np.ones(1), np.zeros(1)
     N, K = val_to_int_ptr(np.int32(k)), val_to_int_ptr(np.int32(M))
@@ -106,4 +106,4 @@ def _funcify_weight_space_evidence(op, node, **kwargs):
         )
         return np.asarray(logp), d_v, np.asarray(d_noise)
 
-    return weight_space_evidence, 2  # bump when anything it calls changes (or moves): PyTensor caches the code on disk
+    return weight_space_evidence, 3  # bump when anything it calls changes (or moves): PyTensor caches the code on disk

@@ -59,7 +59,7 @@ def _log_evidence_symbolic(t, Phi, S, sigma, n_by_n: bool = False):
         return gaussian_logp(pt.dot(_times_factor(Phi, Sigma), Phi.T), t, sigma**2)  # K = ΦΣΦᵀ (no √Σ: finite ∂ at 0)
     if S.ndim < 2:
         return weight_space_evidence(_r_factor(Phi, t), n, pt.broadcast_to(S, (M,)), sigma**2)
-    Psi = pt.dot(Phi, pt.linalg.cholesky(S))  # Ψ = Φ L
+    Psi = _times_factor(Phi, _prior_factor(S, M, pt))  # Ψ = Φ L
     LB = pt.linalg.cholesky(pt.eye(M) + pt.dot(Psi.T, Psi) / sigma**2)  # B = I + ΨᵀΨ/σ²
     v = pt.linalg.solve_triangular(LB, pt.linalg.solve_triangular(LB, pt.dot(Psi.T, t), lower=True), lower=True, trans=1)
     v = v / sigma**2  # v = B⁻¹Ψᵀt/σ² = L⁻¹ m_N
@@ -312,17 +312,17 @@ class DesignRows:
         Φᵀt of the constructor's pass, S = Lᵀ with ΦᵀΦ = LLᵀ, c = L⁻¹Φᵀt, ρ² = tᵀt − ‖c‖² — no QR of n rows (which
         cost ~6 s a pass at n = 10⁶, M = 121), at the accuracy of the statistics (ρ² loses ε·tᵀt); where ΦᵀΦ is not
         numerically positive definite, a second pass accumulates the R factor by blocks (TSQR)."""
-        if self.Phi is not None:
-            return _r_statistics(_r_of_stacked(np.zeros((0, self.M + 1)), self.Phi, self._t), self.M)
-        try:
-            L = scipy.linalg.cholesky(self.gram, lower=True)
-        except np.linalg.LinAlgError:
-            R = np.zeros((0, self.M + 1))
-            for rows, block in self.blocks():
-                R = _r_of_stacked(R, block, self._t[rows])
-            return _r_statistics(R, self.M)
-        c = scipy.linalg.solve_triangular(L, self.proj, lower=True)
-        return np.ascontiguousarray(L.T), c, max(float(self._t @ self._t - c @ c), 0.0)
+        if self.Phi is None:
+            try:
+                L = scipy.linalg.cholesky(self.gram, lower=True)
+                c = scipy.linalg.solve_triangular(L, self.proj, lower=True)
+                return np.ascontiguousarray(L.T), c, max(float(self._t @ self._t - c @ c), 0.0)
+            except np.linalg.LinAlgError:
+                pass  # by blocks, below
+        R = np.zeros((0, self.M + 1))
+        for rows, block in self.blocks():  # (Φ held whole: its one block)
+            R = _r_of_stacked(R, block, self._t[rows])
+        return _r_statistics(R, self.M)
 
     def blocks(self):
         """(rows, Φ[rows]) pairs covering every training point in order."""
