@@ -13,7 +13,7 @@ from bayeskern._lapack_numba import blas, f64p, i32p, lapack
 from bayeskern._linalg import LOG_2PI
 from bayeskern._weight_space_evidence import WeightSpaceEvidence
 
-__all__ = ["_evidence_and_gradients"]
+__all__ = ["_evidence_and_gradients", "_evidence_and_gradients_matrix"]
 
 # UPLO, N, A, LDA, INFO
 _potrf = lapack("potrf", (i32p, i32p, f64p, i32p, i32p))
@@ -35,42 +35,70 @@ def _triangular_solve(A, B, nrhs, inverse_of_lower):
     _trtrs(val_to_int_ptr(np.int32(ord("U"))), trans, val_to_int_ptr(np.int32(ord("N"))), N, val_to_int_ptr(np.int32(nrhs)), A.ctypes, N, B.ctypes, N, info)
 
 
+# SIDE, UPLO, TRANSA, DIAG, M, N, ALPHA, A, LDA, B, LDB
+_trmm = blas("trmm", (i32p, i32p, i32p, i32p, i32p, i32p, f64p, f64p, i32p, f64p, i32p))
+
+
 @numba_basic.numba_njit(fastmath=False)
-def _factor(S, v, noise_var):
-    """(A, ok): B = σ²I + SVSᵀ factorised in A (syrk, then potrf on its C-order lower triangle, LAPACK's "U");
-    whether that succeeded with a finite, positive diagonal."""
-    k, M = S.shape
-    D, SD = np.sqrt(v), np.empty((k, M))
-    for i in range(k):
-        for j in range(M):
-            SD[i, j] = S[i, j] * D[j]  # S√V
-    A = np.zeros((k, k))
-    one, zero = np.ones(1), np.zeros(1)
-    N, K = val_to_int_ptr(np.int32(k)), val_to_int_ptr(np.int32(M))
-    _syrk(val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(ord("T"))), N, K, one.ctypes, SD.ctypes, K, zero.ctypes, A.ctypes, N)  # (SD)(SD)ᵀ
-    for i in range(k):
-        A[i, i] += noise_var  # B = σ²I + SVSᵀ
-    info = val_to_int_ptr(np.int32(0))
+def _cholesky_in_place(A):
+    """potrf "U" on A (C order: the factor of A's lower triangle, L in A's lower triangle); whether it succeeded with a
+    finite, positive diagonal."""
+    k = A.shape[0]
+    N, info = val_to_int_ptr(np.int32(k)), val_to_int_ptr(np.int32(0))
     _potrf(val_to_int_ptr(np.int32(ord("U"))), N, A.ctypes, N, info)
     ok = int_ptr_to_val(info) == 0
     for i in range(k):
         ok = ok and np.isfinite(A[i, i]) and A[i, i] > 0.0
-    return A, ok
+    return ok
 
 
-@numba_basic.numba_njit(final_function=True, fastmath=False)  # callable from Python too; exact arithmetic
-def _evidence_and_gradients(S, c, rr, n, v, noise_var):
-    """(log p, ∂/∂v, ∂/∂σ²) of `bayeskern._weight_space_evidence`'s formulas; (−inf, 0, 0) where B = σ²I + SVSᵀ is not
-    numerically positive definite or σ², v are not valid (σ² > 0, v ≥ 0)."""
+@numba_basic.numba_njit(fastmath=False)
+def _scaled_by_variances(S, v):
+    """S√V for V = diag(v)."""
     k, M = S.shape
-    valid = noise_var > 0.0
-    for j in range(M):
-        valid = valid and v[j] >= 0.0  # (a NaN fails)
-    if not valid:
-        return -np.inf, np.zeros(M), 0.0
-    A, ok = _factor(S, v, noise_var)
+    D, SL = np.sqrt(v), np.empty((k, M))
+    for i in range(k):
+        for j in range(M):
+            SL[i, j] = S[i, j] * D[j]
+    return SL
+
+
+@numba_basic.numba_njit(fastmath=False)
+def _scaled_by_covariance(S, V):
+    """(SL, ok): S L for L the Cholesky factor of V's lower triangle (potrf "U" on a copy, then trmm: (SL)ᵀ = Lᵀ Sᵀ);
+    whether V is numerically positive definite."""
+    k, M = S.shape
+    L, SL = V.copy(), S.copy()
+    if not _cholesky_in_place(L):
+        return SL, False
+    one, rows, cols = np.ones(1), val_to_int_ptr(np.int32(M)), val_to_int_ptr(np.int32(k))
+    side, upper, no = val_to_int_ptr(np.int32(ord("L"))), val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(ord("N")))
+    _trmm(side, upper, no, no, rows, cols, one.ctypes, L.ctypes, rows, SL.ctypes, rows)  # (SL)ᵀ = Lᵀ Sᵀ, in SL's memory
+    return SL, True
+
+
+@numba_basic.numba_njit(fastmath=False)
+def _factor(SL, noise_var):
+    """(A, ok): B = σ²I + (SL)(SL)ᵀ factorised in A (syrk, then potrf on its C-order lower triangle, LAPACK's "U");
+    whether that succeeded with a finite, positive diagonal."""
+    k, M = SL.shape
+    A = np.zeros((k, k))
+    one, zero = np.ones(1), np.zeros(1)
+    N, K = val_to_int_ptr(np.int32(k)), val_to_int_ptr(np.int32(M))
+    _syrk(val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(ord("T"))), N, K, one.ctypes, SL.ctypes, K, zero.ctypes, A.ctypes, N)  # (SL)(SL)ᵀ
+    for i in range(k):
+        A[i, i] += noise_var  # B = σ²I + SVSᵀ
+    return A, _cholesky_in_place(A)
+
+
+@numba_basic.numba_njit(fastmath=False)
+def _evidence(S, SL, c, rr, n, noise_var):
+    """(ok, log p, tᵀC⁻¹t, Φᵀα, E) of the module's formulas, E = L⁻¹S held in Fortran order (E[j] is column j); ok False
+    where B = σ²I + (SL)(SL)ᵀ is not numerically positive definite."""
+    k, M = S.shape
+    A, ok = _factor(SL, noise_var)
     if not ok:
-        return -np.inf, np.zeros(M), 0.0
+        return False, -np.inf, 0.0, np.empty(0), np.empty((0, 0))
     log_det_half = 0.0
     for i in range(k):
         log_det_half += np.log(A[i, i])
@@ -87,6 +115,22 @@ def _evidence_and_gradients(S, c, rr, n, v, noise_var):
         for i in range(k):
             E[j, i] = S[i, j]
     _triangular_solve(A, E, M, True)
+    return True, logp, quad, phi_alpha, E
+
+
+@numba_basic.numba_njit(final_function=True, fastmath=False)  # callable from Python too; exact arithmetic
+def _evidence_and_gradients(S, c, rr, n, v, noise_var):
+    """(log p, ∂/∂v, ∂/∂σ²) of `bayeskern._weight_space_evidence`'s formulas for V = diag(v); (−inf, 0, 0) where B =
+    σ²I + SVSᵀ is not numerically positive definite or σ², v are not valid (σ² > 0, v ≥ 0)."""
+    M = S.shape[1]
+    valid = noise_var > 0.0
+    for j in range(M):
+        valid = valid and v[j] >= 0.0  # (a NaN fails)
+    if not valid:
+        return -np.inf, np.zeros(M), 0.0
+    ok, logp, quad, phi_alpha, E = _evidence(S, _scaled_by_variances(S, v), c, rr, n, noise_var)
+    if not ok:
+        return -np.inf, np.zeros(M), 0.0
     d_v = np.empty(M)
     for j in range(M):
         d_v[j] = 0.5 * (phi_alpha[j] ** 2 - np.dot(E[j], E[j]))  # ½[(Φᵀα)ⱼ² − (EᵀE)ⱼⱼ]
@@ -94,16 +138,43 @@ def _evidence_and_gradients(S, c, rr, n, v, noise_var):
     return logp, d_v, d_noise
 
 
+@numba_basic.numba_njit(final_function=True, fastmath=False)  # callable from Python too; exact arithmetic
+def _evidence_and_gradients_matrix(S, c, rr, n, V, noise_var):
+    """(log p, ∂/∂V, ∂/∂σ²) of `bayeskern._weight_space_evidence`'s formulas for a covariance V, its lower triangle read;
+    (−inf, 0, 0) where V or B = σ²I + SVSᵀ is not numerically positive definite or σ² ≤ 0."""
+    k, M = S.shape
+    SL, valid = _scaled_by_covariance(S, V)
+    if not (valid and noise_var > 0.0):
+        return -np.inf, np.zeros((M, M)), 0.0
+    ok, logp, quad, phi_alpha, E = _evidence(S, SL, c, rr, n, noise_var)
+    if not ok:
+        return -np.inf, np.zeros((M, M)), 0.0
+    EtE, one, zero = np.zeros((M, M)), np.ones(1), np.zeros(1)
+    N, K = val_to_int_ptr(np.int32(M)), val_to_int_ptr(np.int32(k))
+    _syrk(val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(ord("T"))), N, K, one.ctypes, E.ctypes, K, zero.ctypes, EtE.ctypes, N)  # EᵀE: its lower triangle in C order
+    d_V, read = np.zeros((M, M)), np.zeros((M, M))
+    for i in range(M):
+        d_V[i, i] = 0.5 * (phi_alpha[i] ** 2 - EtE[i, i])  # ½[(Φᵀα)ᵢ² − (EᵀE)ᵢᵢ]
+        read[i, i] = V[i, i]
+        for j in range(i):
+            d_V[i, j] = phi_alpha[i] * phi_alpha[j] - EtE[i, j]  # twice ½[(Φᵀα)ᵢ(Φᵀα)ⱼ − (EᵀE)ᵢⱼ]: the lower triangle read
+            read[i, j] = V[i, j]
+    d_noise = (0.5 * (quad - n) - np.dot(read.ravel(), d_V.ravel())) / noise_var  # σ²∂/∂σ² = ½(tᵀC⁻¹t − n) − Σ Vᵢⱼ∂/∂Vᵢⱼ
+    return logp, d_V, d_noise
+
+
 @numba_basic.register_funcify_default_op_cache_key(WeightSpaceEvidence)
 def _funcify_weight_space_evidence(op, node, **kwargs):
+    evidence_and_gradients = _evidence_and_gradients_matrix if op.matrix else _evidence_and_gradients
+
     @numba_basic.numba_njit
-    def weight_space_evidence(S, c, rr, n, variances, noise_var):
-        if S.shape[0] != c.shape[0] or S.shape[1] != variances.shape[0]:
-            raise ValueError("weight_space_evidence needs S (k, M), c (k,) and variances (M,)")
-        logp, d_v, d_noise = _evidence_and_gradients(
-            np.ascontiguousarray(S), np.ascontiguousarray(c), rr.item(), n.item(), np.ascontiguousarray(variances),
+    def weight_space_evidence(S, c, rr, n, prior, noise_var):
+        if S.shape[0] != c.shape[0] or S.shape[1] != prior.shape[0] or S.shape[1] != prior.shape[-1]:
+            raise ValueError("weight_space_evidence needs S (k, M), c (k,) and variances (M,) or a covariance (M, M)")
+        logp, d_prior, d_noise = evidence_and_gradients(
+            np.ascontiguousarray(S), np.ascontiguousarray(c), rr.item(), n.item(), np.ascontiguousarray(prior),
             noise_var.item(),
         )
-        return np.asarray(logp), d_v, np.asarray(d_noise)
+        return np.asarray(logp), d_prior, np.asarray(d_noise)
 
-    return weight_space_evidence, 3  # bump when anything it calls changes (or moves): PyTensor caches the code on disk
+    return weight_space_evidence, 4  # bump when anything it calls changes (or moves): PyTensor caches the code on disk

@@ -4,7 +4,7 @@ Model: w ~ N(0, Σ), t = Φw + ε, ε ~ N(0, σ²I), with Φ = φ(X) from a feat
 computed through Σ = L Lᵀ and B = I + ΨᵀΨ/σ² with Ψ = ΦL (M × M), or, with fewer data than features,
 D = I + ΨΨᵀ/σ² (n × n: the kernel trick, D/σ² is the Gram matrix of k(x, x′) = φ(x)ᵀΣφ(x′) plus I).
 B and D have the same eigenvalues besides 1s, all ≥ 1, so neither factorisation needs jitter in exact
-arithmetic, and Σ is never inverted. The PyMC likelihood of a scalar or diagonal Σ is the weight-space evidence Op
+arithmetic, and Σ is never inverted. The PyMC likelihood (n ≥ M) is the weight-space evidence Op
 (`bayeskern._weight_space_evidence`), on the R factor of [Φ | t] (`DesignRows.r_factor`).
 """
 
@@ -49,24 +49,15 @@ def _times_factor(A, L):
 
 
 def _log_evidence_symbolic(t, Phi, S, sigma, n_by_n: bool = False):
-    """log N(t | 0, ΦΣΦᵀ + σ²I): for a scalar or diagonal Σ from the R factor of [Φ | t] by `weight_space_evidence`
-    (O(M³) an evaluation, the QR constant-folded with the data); for a matrix Σ in O(n M²) through the M × M matrix B (Woodbury);
-    or, `n_by_n` (fewer points than features), through C = ΦΣΦᵀ + σ²I itself by the marginal Gaussian's Op
-    (`gaussian_logp`, exact gradient), O(n²M)."""
+    """log N(t | 0, ΦΣΦᵀ + σ²I): from the R factor of [Φ | t] by `weight_space_evidence` (O(M³) an evaluation, the QR
+    constant-folded with the data; Σ a scalar, a vector or a matrix); or, `n_by_n` (fewer points than features), through
+    C = ΦΣΦᵀ + σ²I itself by the marginal Gaussian's Op (`gaussian_logp`, exact gradient), O(n²M)."""
     n, M = Phi.shape[0], Phi.shape[1]
     if n_by_n:
         Sigma = pt.broadcast_to(S, (M,)) if S.ndim < 2 else S  # a vector for diagonal Σ: ΦΣ scales Φ's columns
         return gaussian_logp(pt.dot(_times_factor(Phi, Sigma), Phi.T), t, sigma**2)  # K = ΦΣΦᵀ (no √Σ: finite ∂ at 0)
-    if S.ndim < 2:
-        return weight_space_evidence(_r_factor(Phi, t), n, pt.broadcast_to(S, (M,)), sigma**2)
-    Psi = _times_factor(Phi, _prior_factor(S, M, pt))  # Ψ = Φ L
-    LB = pt.linalg.cholesky(pt.eye(M) + pt.dot(Psi.T, Psi) / sigma**2)  # B = I + ΨᵀΨ/σ²
-    v = pt.linalg.solve_triangular(LB, pt.linalg.solve_triangular(LB, pt.dot(Psi.T, t), lower=True), lower=True, trans=1)
-    v = v / sigma**2  # v = B⁻¹Ψᵀt/σ² = L⁻¹ m_N
-    # tᵀC⁻¹t = ‖t − Φm_N‖²/σ² + m_NᵀΣ⁻¹m_N   (PRML 3.82, 3.86 with a general Σ)
-    quad = pt.sum((t - pt.dot(Psi, v)) ** 2) / sigma**2 + pt.sum(v**2)
-    # log|C| = 2n log σ + log|B|
-    return -0.5 * quad - n * pt.log(sigma) - pt.sum(pt.log(pt.diagonal(LB))) - 0.5 * n * LOG_2PI
+    prior = S if S.ndim == 2 else pt.broadcast_to(S, (M,))
+    return weight_space_evidence(_r_factor(Phi, t), n, prior, sigma**2)
 
 
 def _r_factor(Phi, t):
@@ -85,9 +76,9 @@ def likelihood(name: str, X, y, features, prior_cov, sigma, collapsed: bool = Fa
     w — a scalar α⁻¹, a vector (diagonal), an (M, M) SPD matrix, or a PyMC random variable of those
     shapes. `sigma`: σ > 0, the noise standard deviation. With `collapsed=False` the weights are
     explicit: `{name}_weights` ~ N(0, Σ) and t ~ N(Φw, σ²I). With `collapsed=True` they are
-    integrated out: t ~ N(0, ΦΣΦᵀ + σ²I), evaluated in weight space — in O(M³) from the R factor of [Φ | t] for a
-    scalar or diagonal Σ, O(n M²) for a matrix — or with fewer points than features (n < M) through the n × n covariance itself
-    in O(n² M).
+    integrated out: t ~ N(0, ΦΣΦᵀ + σ²I), evaluated in weight space — in O(M³) from the R factor of [Φ | t] — or with
+    fewer points than features (n < M) through the n × n covariance itself in O(n² M). A matrix Σ is read from its lower
+    triangle, as its Cholesky factor reads it.
     Extra keyword arguments go to the observed distribution. Returns the observed variable.
     """
     name, (X, t) = check_name(name), owned_data(X, y)  # (kept by the likelihood's record: not the caller's arrays)

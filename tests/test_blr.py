@@ -219,6 +219,41 @@ def test_collapsed_model_with_a_diagonal_prior_equals_the_solvers_evidence_down_
     assert WeightSpaceEvidence in ops and not any("QR" in op.__name__ for op in ops)
 
 
+def test_collapsed_model_with_a_random_covariance_matrix_is_the_evidence_op_with_its_gradient():
+    """Σ = LLᵀ + 0.1·I with L the lower triangle of a 4 × 4 random variable, n = 15 ≥ M = 4: PyMC's compiled graph holds
+    the weight-space evidence Op on Σ itself (no Cholesky or QR left to compile: the QR is constant-folded with the data);
+    its value equals the solver's evidence (two routes: ~1e-14 relative, bar 1e-12), and its gradient in L's 16 entries
+    central differences of the solver's evidence (h = 1e-6: truncation and round-off ~1e-8, bar 1e-6; the upper
+    triangle's entries, which Σ does not read, are 0)."""
+    from bayeskern._compile import numpy_function
+    from bayeskern._weight_space_evidence import WeightSpaceEvidence
+
+    X, t, _ = _data()
+    phi = F.Polynomial(3)
+    sigma_of = lambda L: np.tril(L) @ np.tril(L).T + 0.1 * np.eye(4)  # noqa: E731
+    with pm.Model() as model:
+        L = pm.Normal("L", 0.0, 1.0, shape=(4, 4))
+        Lt = pt.tril(L)
+        bk.blr.likelihood("y", X=X, y=t, features=phi, prior_cov=Lt @ Lt.T + 0.1 * pt.eye(4), sigma=0.3, collapsed=True)
+    logp = model.logp(vars=[model["y"]])
+    f = numpy_function(model.value_vars, [logp, pt.grad(logp, model.value_vars[0])])
+    ops = [type(node.op).__name__ for node in f.maker.fgraph.toposort()]
+    assert "WeightSpaceEvidence" in ops and not any("Cholesky" in op or "QR" in op for op in ops)
+    assert any(isinstance(node.op, WeightSpaceEvidence) and node.op.matrix for node in f.maker.fgraph.apply_nodes)
+    L0 = np.array([[1.0, 0.0, 0.0, 0.0], [0.3, 0.8, 0.0, 0.0], [-0.2, 0.1, 0.6, 0.0], [0.05, 0.2, -0.1, 0.5]])
+    L0 = L0 + np.triu(np.full((4, 4), 7.0), 1)  # entries Σ does not read
+    value, grad = f(L0)
+    evidence = lambda L: bk.blr.condition(phi, X, t, sigma=0.3, prior_cov=sigma_of(L)).log_marginal_likelihood  # noqa: E731
+    np.testing.assert_allclose(value, evidence(L0), rtol=1e-12)
+    h, numeric = 1e-6, np.empty((4, 4))
+    for i in range(4):
+        for j in range(4):
+            e = h * np.outer(np.eye(4)[i], np.eye(4)[j])
+            numeric[i, j] = (evidence(L0 + e) - evidence(L0 - e)) / (2 * h)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(np.triu(grad, 1), 0.0)
+
+
 @pytest.mark.parametrize("kind", ["scalar", "matrix"])
 def test_collapsed_model_with_more_features_than_points_is_the_n_by_n_evidence(kind):
     """n = 15 < M = 25: the collapsed likelihood is log N(t | 0, ΦΣΦᵀ + σ²I) through the marginal Gaussian's Op on the
