@@ -2,7 +2,8 @@
 
 Each run is a fresh process that builds the model — `--model sum` (default): bench_mcmc.py's bayeskern model, the seeds'
 sum kernel at n = 200; `--model blr`: a collapsed Bayesian linear regression on cubic polynomial features of the same
-200 points (`bk.blr.likelihood(..., collapsed=True)`, HalfNormal prior scale and noise); `--model hsgp`: the collapsed
+200 points (`bk.blr.likelihood(..., collapsed=True)`, HalfNormal prior scale and noise); `--model blr-matrix`: the same
+with a matrix Σ, the scale times a fixed 4 × 4 SPD matrix; `--model hsgp`: the collapsed
 HSGP of an RBF kernel on the same points (`bk.approx.HSGP(m=40, c=1.6)`, LogNormal length scale, HalfNormal noise) —
 and compiles it for nutpie, one way:
 "bayeskern" — `bayeskern.fit._nutpie`'s compile (what `bk.fit.mcmc` runs: PyTensor's Numba functions with the GIL
@@ -12,7 +13,7 @@ without fastmath, as `bk.fit.mcmc` compiles. "cold": `PYTENSOR_FLAGS=base_compil
 machine; "warm": a folder an earlier run filled. The variants alternate within each round; medians of `--runs`.
 The child prints its compile seconds (time.perf_counter around the compile alone); the whole process is timed too.
 
-    .venv/bin/python benchmarks/bench_nuts_compile.py --runs 3 [--model blr | hsgp] [--checkout DIR] [--only bayeskern]
+    .venv/bin/python benchmarks/bench_nuts_compile.py --runs 3 [--model blr | blr-matrix | hsgp] [--checkout DIR] [--only bayeskern]
 
 `--checkout DIR`: the children import the bayeskern of another checkout (`git worktree add DIR COMMIT`), for an A/B of
 two commits; `--only bayeskern` skips nutpie's compile.
@@ -37,11 +38,14 @@ from bayeskern._compile import exact_arithmetic
 X, y = bk.datasets.sinusoid(200, 0.2, seed=200)
 if sys.argv[2] == "sum":
     model = bayeskern_model(X, y)
-elif sys.argv[2] == "blr":
+elif sys.argv[2] in ("blr", "blr-matrix"):
+    import numpy as np
     import pymc as pm
+    S4 = np.array([[2.0, 0.3, 0.0, 0.1], [0.3, 1.0, 0.2, 0.0], [0.0, 0.2, 0.5, 0.1], [0.1, 0.0, 0.1, 0.3]])
     with pm.Model() as model:
         scale, sigma = pm.HalfNormal("scale", 2.0), pm.HalfNormal("sigma", 0.5)
-        bk.blr.likelihood("y", X, y, bk.features.Polynomial(3), prior_cov=scale, sigma=sigma, collapsed=True)
+        prior_cov = scale * S4 if sys.argv[2] == "blr-matrix" else scale
+        bk.blr.likelihood("y", X, y, bk.features.Polynomial(3), prior_cov=prior_cov, sigma=sigma, collapsed=True)
 else:
     import pymc as pm
     with pm.Model() as model:
@@ -72,7 +76,7 @@ def run(way: str, compiledir: str, model: str, checkout: str | None = None) -> t
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--model", choices=("sum", "blr", "hsgp"), default="sum")
+    parser.add_argument("--model", choices=("sum", "blr", "blr-matrix", "hsgp"), default="sum")
     parser.add_argument("--checkout", default=None)
     parser.add_argument("--only", choices=("bayeskern", "nutpie"), default=None)
     args = parser.parse_args()
