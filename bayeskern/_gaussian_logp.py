@@ -23,7 +23,7 @@ from scipy.linalg import lapack
 from bayeskern._reused_arrays import reused_arrays
 from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI, RCOND_PROOF_MARGIN
 
-__all__ = ["GaussianLogp", "gaussian_logp"]
+__all__ = ["GaussianLogp", "as_float64", "gaussian_logp"]
 
 _JITTER_STEPS = np.asarray(JITTER_STEPS, dtype=np.float64)
 
@@ -218,6 +218,13 @@ def _gradient_over_inverse(C_inv, alpha):
     return C_inv
 
 
+def as_float64(x):
+    """A float64 tensor variable: `pt.as_tensor_variable(x, dtype=...)` leaves a variable's own dtype (a float32 K under
+    `floatX=float32`, an int64 n), which the LAPACK calls of the Ops cannot take."""
+    x = pt.as_tensor_variable(x)
+    return x if x.dtype == "float64" else pt.cast(x, "float64")
+
+
 class GaussianLogp(Op):
     """Inputs K, t, σ²; outputs log N(t | 0, K + σ²I), ∂/∂K, ∂/∂t and the jitter used.
 
@@ -235,9 +242,7 @@ class GaussianLogp(Op):
         self.jitter = bool(jitter)
 
     def make_node(self, K, t, noise_var):
-        K = pt.as_tensor_variable(K, dtype="float64")
-        t = pt.as_tensor_variable(t, dtype="float64")
-        noise_var = pt.as_tensor_variable(noise_var, dtype="float64")
+        K, t, noise_var = as_float64(K), as_float64(t), as_float64(noise_var)
         if K.ndim != 2 or t.ndim != 1 or noise_var.ndim != 0:
             raise ValueError(
                 f"gaussian_logp needs K (n, n), t (n,) and a scalar σ², got ndim {K.ndim}, {t.ndim} and {noise_var.ndim}"

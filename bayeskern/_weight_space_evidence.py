@@ -33,6 +33,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from scipy.linalg import blas, lapack
 
+from bayeskern._gaussian_logp import as_float64
 from bayeskern._linalg import LOG_2PI
 
 __all__ = ["WeightSpaceEvidence", "weight_space_evidence"]
@@ -89,12 +90,6 @@ def _scaled_design_transposed(S, prior):
     return blas.dtrmm(1.0, U, S.T, side=0, lower=0, trans_a=0)  # (SL)ᵀ = Lᵀ Sᵀ
 
 
-def _float64(x):
-    """A float64 tensor variable (as_tensor_variable leaves a variable's own dtype: an int64 n, a float32 σ²)."""
-    x = pt.as_tensor_variable(x)
-    return x if x.dtype == "float64" else pt.cast(x, "float64")
-
-
 class WeightSpaceEvidence(Op):
     """Inputs S (k, M), c (k,), ρ², n, the prior — variances v (M,), or with `matrix` a covariance V (M, M) of which the
     lower triangle is read — and σ²; outputs log N(t | 0, ΦVΦᵀ + σ²I), ∂/∂prior and ∂/∂σ². Only the prior and σ² are
@@ -107,7 +102,7 @@ class WeightSpaceEvidence(Op):
         super().__init__()
 
     def make_node(self, S, c, rr, n, prior, noise_var):
-        inputs = [_float64(x) for x in (S, c, rr, n, prior, noise_var)]
+        inputs = [as_float64(x) for x in (S, c, rr, n, prior, noise_var)]
         if tuple(x.ndim for x in inputs) != (2, 1, 0, 0, 1 + self.matrix, 0):
             prior_shape = "a covariance (M, M)" if self.matrix else "variances (M,)"
             raise ValueError(f"weight_space_evidence needs S (k, M), c (k,), a scalar ρ², a scalar n, {prior_shape} and a "

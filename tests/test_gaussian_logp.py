@@ -369,3 +369,27 @@ def test_a_gram_of_1e_300_is_accepted_at_the_same_jitter_by_both_implementations
     assert scipy_out[3] == numba_out[3] == pytest.approx(1e-308)
     for a, b in zip(scipy_out, numba_out, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_float32_variables_are_cast_to_float64_in_the_graph_on_both_backends():
+    """K, t and σ² as float32 variables (a model under `floatX=float32`): the Op's inputs are cast to float64 in the graph
+    (the Numba implementation's LAPACK calls take float64 only: uncast, its compile failed), and the numbers are those
+    of the float64 values, to the bit, with a float64 ∂/∂K."""
+    import pytensor
+
+    from bayeskern._gaussian_logp import gaussian_logp
+
+    K, t, s2 = pt.fmatrix("K"), pt.fvector("t"), pt.fscalar("s2")
+    logp = gaussian_logp(K, t, s2)
+    assert all(x.dtype == "float64" for x in logp.owner.inputs)
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((6, 9))
+    K_value, t_value = (A @ A.T / 9).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    K64, t64, s64 = pt.matrix("K64"), pt.vector("t64"), pt.scalar("s64")
+    logp64 = gaussian_logp(K64, t64, s64)
+    for mode in ("NUMBA", "FAST_COMPILE"):  # Numba-compiled, and Python's perform
+        got = pytensor.function([K, t, s2], [logp, pytensor.grad(logp, K)], mode=mode)(K_value, t_value, np.float32(0.25))
+        want = pytensor.function([K64, t64, s64], [logp64, pytensor.grad(logp64, K64)], mode=mode)(K_value.astype(np.float64), t_value.astype(np.float64), 0.25)
+        assert got[1].dtype == np.float64
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
