@@ -16,9 +16,11 @@ triangle (the symmetric one's off-diagonal entries doubled, zeros above), as PyT
 
 tᵀC⁻¹t, log|C|, Φᵀα and ΦᵀC⁻¹Φ are sums of squares or products: nothing cancels, at any offset of t or ratio v/σ²
 (from ΦᵀΦ and Φᵀt, tᵀC⁻¹t = (tᵀt − ‖L_B⁻¹√VΦᵀt‖²/σ²)/σ² loses ε·tᵀt/σ²: 0.2 nats for targets near 1e4 with σ = 0.01).
-The identity for ∂/∂σ² subtracts terms of size n: σ²·∂/∂σ² is accurate to ~ε·n, which is what a sampler or optimiser
-over log σ reads. The gradient is finite at vₖ = 0 (a diagonal V). Only the value is differentiable once: the gradient outputs have no
-gradient of their own (a Hessian of the density raises).
+The identity for ∂/∂σ² subtracts terms of size n: σ²·∂/∂σ² is accurate to ~ε·n for a diagonal V, which is what a sampler
+or optimiser over log σ reads; for a full V to ~ε·Σ|Vᵢⱼ ∂/∂Vᵢⱼ|, which grows with V's condition (a review measured
+4e-9 at cond(V) = 2e12, against 1e-9 for the same problem as a diagonal V). The gradient is finite at vₖ = 0 (a diagonal
+V). Only the value is differentiable once: the gradient outputs have no gradient of their own (a Hessian of the density
+raises).
 
 Differentiating a Cholesky factor symbolically instead compiled ~10 linear-algebra Ops under PyTensor's Numba backend,
 one per argument layout at 1–2 s each. Two implementations of the one algorithm, as for `GaussianLogp`: SciPy's LAPACK

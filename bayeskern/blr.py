@@ -51,10 +51,11 @@ def _times_factor(A, L):
 def _log_evidence_symbolic(t, Phi, S, sigma, n_by_n: bool = False):
     """log N(t | 0, ΦΣΦᵀ + σ²I): from the R factor of [Φ | t] by `weight_space_evidence` (O(M³) an evaluation, the QR
     constant-folded with the data; Σ a scalar, a vector or a matrix); or, `n_by_n` (fewer points than features), through
-    C = ΦΣΦᵀ + σ²I itself by the marginal Gaussian's Op (`gaussian_logp`, exact gradient), O(n²M)."""
+    C = ΦΣΦᵀ + σ²I itself by the marginal Gaussian's Op (`gaussian_logp`, exact gradient), O(n²M). A matrix Σ is read from
+    its lower triangle either way."""
     n, M = Phi.shape[0], Phi.shape[1]
-    if n_by_n:
-        Sigma = pt.broadcast_to(S, (M,)) if S.ndim < 2 else S  # a vector for diagonal Σ: ΦΣ scales Φ's columns
+    if n_by_n:  # a vector for diagonal Σ: ΦΣ scales Φ's columns; a matrix from its lower triangle, as the Op reads it
+        Sigma = pt.broadcast_to(S, (M,)) if S.ndim < 2 else pt.tril(S) + pt.tril(S, -1).T
         return gaussian_logp(pt.dot(_times_factor(Phi, Sigma), Phi.T), t, sigma**2)  # K = ΦΣΦᵀ (no √Σ: finite ∂ at 0)
     prior = S if S.ndim == 2 else pt.broadcast_to(S, (M,))
     return weight_space_evidence(_r_factor(Phi, t), n, prior, sigma**2)

@@ -254,6 +254,26 @@ def test_collapsed_model_with_a_random_covariance_matrix_is_the_evidence_op_with
     np.testing.assert_array_equal(np.triu(grad, 1), 0.0)
 
 
+@pytest.mark.parametrize("n", [6, 15])
+def test_collapsed_model_reads_a_matrix_prior_from_its_lower_triangle_on_both_routes(n):
+    """n = 6 < M = 9 (the n × n covariance) and n = 15 ≥ M (the weight-space evidence Op): Σ with 0.5 added above its
+    diagonal gives the log density of Σ itself, the solver's evidence (two routes to one number: ~1e-14 relative, bar
+    1e-12), as a Cholesky factor of Σ reads it; in numpy, nothing compiled."""
+    from bayeskern._compile import numpy_function
+
+    X, t = bk.datasets.sinusoid(n, 0.25, 2)
+    phi = F.GaussianBasis(np.linspace(0, 1, 9), 0.2)
+    A = np.random.default_rng(3).standard_normal((9, 9))
+    S9 = A @ A.T / 9 + 0.1 * np.eye(9)
+    Sv = pt.matrix("Sigma")
+    with pm.Model() as model:
+        bk.blr.likelihood("y", X=X, y=t, features=phi, prior_cov=Sv, sigma=0.3, collapsed=True)
+    f = numpy_function([Sv], model.logp(vars=[model["y"]]))
+    expected = bk.blr.condition(phi, X, t, sigma=0.3, prior_cov=S9).log_marginal_likelihood
+    np.testing.assert_allclose(f(S9), expected, rtol=1e-12)
+    np.testing.assert_allclose(f(S9 + np.triu(np.full((9, 9), 0.5), 1)), expected, rtol=1e-12)
+
+
 @pytest.mark.parametrize("kind", ["scalar", "matrix"])
 def test_collapsed_model_with_more_features_than_points_is_the_n_by_n_evidence(kind):
     """n = 15 < M = 25: the collapsed likelihood is log N(t | 0, ΦΣΦᵀ + σ²I) through the marginal Gaussian's Op on the
