@@ -2,7 +2,9 @@
 
 Imported by `bayeskern._numba_backend` when PyTensor's Numba dispatch is first imported. The same routines on the same
 memory layouts as the SciPy implementation (`_weight_space_evidence._evidence_and_gradients_scipy`); a test holds the
-gradients to the bit.
+gradients to the bit. The helpers are inlined into the two entry points (`inline="always"`): Numba compiles each function
+it calls as a module of its own and optimises it again where it is linked in, so on a new machine the inlined helpers
+compile in ~1.5 s less than as functions of their own (`bench_nuts_compile.py`, BENCHMARKS.md "Session 42").
 """
 
 import numpy as np
@@ -25,7 +27,7 @@ _syrk = blas("syrk", (i32p, i32p, i32p, i32p, f64p, f64p, i32p, f64p, f64p, i32p
 _gemv = blas("gemv", (i32p, i32p, i32p, f64p, f64p, i32p, f64p, i32p, f64p, f64p, i32p))
 
 
-@numba_basic.numba_njit(fastmath=False)
+@numba_basic.numba_njit(fastmath=False, inline="always")
 def _triangular_solve(A, B, nrhs, inverse_of_lower):
     """B ← L⁻¹B (`inverse_of_lower`) or L⁻ᵀB, in place, for the L in A's C-order lower triangle (LAPACK's "U" = Lᵀ); B
     holds `nrhs` right-hand sides of A's size, one after another in memory."""
@@ -39,7 +41,7 @@ def _triangular_solve(A, B, nrhs, inverse_of_lower):
 _trmm = blas("trmm", (i32p, i32p, i32p, i32p, i32p, i32p, f64p, f64p, i32p, f64p, i32p))
 
 
-@numba_basic.numba_njit(fastmath=False)
+@numba_basic.numba_njit(fastmath=False, inline="always")
 def _cholesky_in_place(A):
     """potrf "U" on A (C order: the factor of A's lower triangle, L in A's lower triangle); whether it succeeded with a
     finite, positive diagonal."""
@@ -52,7 +54,7 @@ def _cholesky_in_place(A):
     return ok
 
 
-@numba_basic.numba_njit(fastmath=False)
+@numba_basic.numba_njit(fastmath=False, inline="always")
 def _scaled_by_variances(S, v):
     """S√V for V = diag(v)."""
     k, M = S.shape
@@ -63,7 +65,7 @@ def _scaled_by_variances(S, v):
     return SL
 
 
-@numba_basic.numba_njit(fastmath=False)
+@numba_basic.numba_njit(fastmath=False, inline="always")
 def _scaled_by_covariance(S, V):
     """(SL, ok): S L for L the Cholesky factor of V's lower triangle (potrf "U" on a copy, then trmm: (SL)ᵀ = Lᵀ Sᵀ);
     whether V is numerically positive definite."""
@@ -77,7 +79,7 @@ def _scaled_by_covariance(S, V):
     return SL, True
 
 
-@numba_basic.numba_njit(fastmath=False)
+@numba_basic.numba_njit(fastmath=False, inline="always")
 def _factor(SL, noise_var):
     """(A, ok): B = σ²I + (SL)(SL)ᵀ factorised in A (syrk, then potrf on its C-order lower triangle, LAPACK's "U");
     whether that succeeded with a finite, positive diagonal."""
@@ -91,7 +93,7 @@ def _factor(SL, noise_var):
     return A, _cholesky_in_place(A)
 
 
-@numba_basic.numba_njit(fastmath=False)
+@numba_basic.numba_njit(fastmath=False, inline="always")
 def _evidence(S, SL, c, rr, n, noise_var):
     """(ok, log p, tᵀC⁻¹t, Φᵀα, E) of the module's formulas, E = L⁻¹S held in Fortran order (E[j] is column j); ok False
     where B = σ²I + (SL)(SL)ᵀ is not numerically positive definite."""
@@ -177,4 +179,4 @@ def _funcify_weight_space_evidence(op, node, **kwargs):
         )
         return np.asarray(logp), d_prior, np.asarray(d_noise)
 
-    return weight_space_evidence, 4  # bump when anything it calls changes (or moves): PyTensor caches the code on disk
+    return weight_space_evidence, 5  # bump when anything it calls changes (or moves): PyTensor caches the code on disk
