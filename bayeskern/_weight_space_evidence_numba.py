@@ -4,7 +4,7 @@ Imported by `bayeskern._numba_backend` when PyTensor's Numba dispatch is first i
 memory layouts as the SciPy implementation (`_weight_space_evidence._evidence_and_gradients_scipy`); a test holds the
 gradients to the bit. The helpers are inlined into the two entry points (`inline="always"`): Numba compiles each function
 it calls as a module of its own and optimises it again where it is linked in, so on a new machine the inlined helpers
-compile in ~1.5 s less than as functions of their own (`bench_nuts_compile.py`, BENCHMARKS.md "Session 42").
+compile in ~1.5–4 s less than as functions of their own (the Op's first compile: BENCHMARKS.md, "Session 42").
 """
 
 import numpy as np
