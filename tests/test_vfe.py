@@ -12,7 +12,7 @@ from scipy.stats import multivariate_normal
 
 import bayeskern as bk
 from bayeskern._compile import NUMPY
-from bayeskern.approx._titsias import INDUCING_JITTER, _bound_and_gradients, titsias_bound
+from bayeskern.approx._titsias import INDUCING_JITTER, TitsiasBound, _bound_and_gradients, titsias_bound
 from bayeskern.kernels import RBF, Periodic
 
 RNG = np.random.default_rng(11)
@@ -95,6 +95,24 @@ def test_the_bound_op_and_its_gradient_match_finite_differences_in_both_backends
         e = np.eye(2)[k] * h
         assert d_ell[k] == pytest.approx((bound(point[0] + e, point[1]) - bound(point[0] - e, point[1])) / (2 * h), rel=1e-6)
     assert d_sigma == pytest.approx((bound(point[0], point[1] + h) - bound(point[0], point[1] - h)) / (2 * h), rel=1e-6)
+
+
+def test_float32_variables_are_cast_to_float64_in_the_graph_on_both_backends():
+    """The Op's K_uu, K_uf, Σ k(xᵢ, xᵢ), t and σ² as float32 variables (a model under `floatX=float32`): its inputs are cast to
+    float64 in the graph (uncast, the Numba backend could not unbox them: a TypeError), and the bound and ∂/∂K_uu are the
+    float64 values' to the bit."""
+    Z, X = X2[::60], X2[:40]
+    values = (ARD.evaluate(Z), ARD.evaluate(Z, X), 1.3 * 40, Y2[:40], SIGMA**2)
+    f32 = [pt.fmatrix(), pt.fmatrix(), pt.fscalar(), pt.fvector(), pt.fscalar()]
+    f64 = [pt.dmatrix(), pt.dmatrix(), pt.dscalar(), pt.dvector(), pt.dscalar()]
+    F32, F64 = TitsiasBound()(*f32)[0], TitsiasBound()(*f64)[0]
+    assert all(x.dtype == "float64" for x in F32.owner.inputs)
+    as32 = [np.asarray(v, dtype=np.float32) for v in values]
+    for mode in ("NUMBA", "FAST_COMPILE"):
+        got = pytensor.function(f32, [F32, pt.grad(F32, f32[0])], mode=mode)(*as32)
+        want = pytensor.function(f64, [F64, pt.grad(F64, f64[0])], mode=mode)(*[np.asarray(v, dtype=np.float64) for v in as32])
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
 
 
 def test_the_op_gradients_with_respect_to_its_matrices_are_exact():

@@ -12,6 +12,7 @@ from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
+from bayeskern._gaussian_logp import as_float64
 from bayeskern._linalg import LOG_2PI
 
 __all__ = ["INDUCING_JITTER", "TitsiasBound", "titsias_bound"]
@@ -69,8 +70,7 @@ class TitsiasBound(Op):
     __props__ = ()
 
     def make_node(self, Kuu, Kuf, kdiag_sum, t, noise_var):
-        Kuu, Kuf, t = (pt.as_tensor_variable(v, dtype="float64") for v in (Kuu, Kuf, t))
-        kdiag_sum, noise_var = pt.as_tensor_variable(kdiag_sum, dtype="float64"), pt.as_tensor_variable(noise_var, dtype="float64")
+        Kuu, Kuf, kdiag_sum, t, noise_var = (as_float64(v) for v in (Kuu, Kuf, kdiag_sum, t, noise_var))
         scalar = pt.scalar(dtype="float64")
         return Apply(self, [Kuu, Kuf, kdiag_sum, t, noise_var], [scalar, Kuu.type(), Kuf.type(), scalar.type(), t.type()])
 
