@@ -77,6 +77,39 @@ def test_the_collapsed_likelihood_equals_the_dense_gaussian_and_its_gradient_is_
     assert gs == pytest.approx((dense_lml(Phi, v_val, y, s_val + h) - dense_lml(Phi, v_val, y, s_val - h)) / (2 * h), rel=1e-6)
 
 
+def test_the_collapsed_hsgp_builds_under_float32_and_gives_the_float64_models_density():
+    """A model built under `floatX=float32`: PyMC casts the observed y to float32 and back to float64, and the collapsed
+    likelihood still recognises its y (it refused it: "… for its observed y only"). Its log density and gradient at a
+    point equal the float64 model's to 1e-6 relative: the hyperparameters' values are rounded to float32 (ε ≈ 6e-8)."""
+    import pytensor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (200, 1))
+    y = np.sin(X[:, 0]) + 0.2 * rng.standard_normal(200)
+    results = []
+    for floatX in ("float32", "float64"):
+        with pytensor.config.change_flags(floatX=floatX), pm.Model() as model:
+            ell, s = pm.HalfNormal("ell", 1.0), pm.HalfNormal("s", 1.0)
+            bk.gp.marginal_likelihood("y", X, y, bk.kernels.RBF(ell), s, approx=bk.approx.HSGP(m=20, c=1.6))
+            logp = model.logp()
+            f = numpy_function(model.value_vars, [logp, *pt.grad(logp, model.value_vars)])
+        point = [np.asarray(np.log(value), dtype=floatX) for value in (0.7, 0.3)]
+        results.append(np.array([float(r) for r in f(*point)]))
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+
+
+def test_the_collapsed_hsgp_refuses_a_value_other_than_its_observed_y():
+    """Its statistics are those of its own y: a density asked at another value — also a float32 cast of another vector —
+    is a ValueError, not a silent number for the wrong data."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-2, 2, (50, 1))
+    with pm.Model():
+        obs = bk.gp.marginal_likelihood("y", X, np.sin(X[:, 0]), bk.kernels.RBF(0.7), 0.3, approx=bk.approx.HSGP(m=10, c=1.6))
+    for other in (pt.vector("other"), pt.cast(pt.fvector("other32"), "float64")):
+        with pytest.raises(ValueError, match="for its observed y only"):
+            pm.logp(obs, other)
+
+
 def test_a_spectral_density_that_underflows_keeps_the_likelihood_and_its_gradient_finite():
     """ℓ = 50 on a box of half-width 4: S(ωⱼ) = √(2π)ℓ·exp(−½ℓ²ωⱼ²) underflows to 0 for all but the first frequencies.
 

@@ -17,6 +17,8 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 from pymc.gp.hsgp_approx import approx_hsgp_hyperparams, calc_eigenvalues
+from pytensor.scalar.basic import Cast
+from pytensor.tensor.elemwise import Elemwise
 
 from bayeskern._compile import draw
 from bayeskern._fills import filled
@@ -52,6 +54,14 @@ BASIS_LML_ROUNDOFF = 1e-12
 #: the two larger bases log p is compared in, as (m factor, L factor) and a name: resolution (m doubled in the same box),
 #: then room at the edges (the box widened 1.5× with 1.5× the functions: the same highest frequency)
 LARGER_BASES = (((2.0, 1.0), "doubling m"), ((1.5, 1.5), "a 1.5× wider box with 1.5× the functions"))
+
+
+def _without_casts(value):
+    """`value` with the dtype casts PyMC puts around an observed variable peeled off (under floatX=float32 it casts y to
+    float32 and back to the distribution's float64): the variable it observes."""
+    while value.owner is not None and isinstance(value.owner.op, Elemwise) and isinstance(value.owner.op.scalar_op, Cast):
+        value = value.owner.inputs[0]
+    return value
 
 
 class HilbertBasis(FeatureMap):
@@ -303,7 +313,7 @@ class HSGP:
             return pt.dot(Phi, pt.sqrt(v) * z) + pm.Normal.dist(0.0, sigma, shape=(Phi.shape[0],))  # Φw + ε, w ~ N(0, V)
 
         def logp(value, v, sigma, *basis):
-            if value is not y_data:
+            if _without_casts(value) is not y_data:
                 raise ValueError("the collapsed HSGP likelihood holds the statistics of [Φ | t] for its observed y only")
             return weight_space_evidence(shared.r_factor, len(t), v, pt.square(sigma))
 
