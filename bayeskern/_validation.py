@@ -291,16 +291,22 @@ def check_kernel(kernel, name: str = "kernel"):
 
 
 def check_model(model, name: str = "model"):
-    """A PyMC model, or the one of the enclosing `with pm.Model():` block when `model` is None."""
+    """A PyMC model, or the one of the enclosing `with pm.Model():` block when `model` is None; its random variables in
+    double precision (a model built under floatX = float32 is refused by name)."""
     import pymc as pm
 
     if model is None:
         try:
-            return pm.modelcontext(None)
+            model = pm.modelcontext(None)
         except TypeError:  # PyMC's "No model on context stack"
             raise ValueError(f"{name} is None and there is no PyMC model on the context stack: pass {name}= or call inside `with model:`") from None
     if not isinstance(model, pm.Model):
         raise ValueError(f"{name} must be a PyMC model (pm.Model), got {type(model).__name__}")
+    low = [f"{rv.name} ({rv.dtype})" for rv in model.free_RVs if rv.dtype in ("float16", "float32")]
+    if low:
+        raise ValueError(f"{name} has random variables of less than double precision: {', '.join(low)}. bayeskern fits in "
+                         "float64 (float32 keeps ~7 significant digits, too few for a Gaussian process's Cholesky): build "
+                         "the model with PyTensor's floatX = float64, the default (PYTENSOR_FLAGS=floatX=float64)")
     return model
 
 

@@ -794,3 +794,20 @@ def test_a_prior_that_allows_negative_values_is_refused_for_a_positive_parameter
                 use(make())
     with pm.Model(), pytest.raises(ValueError, match=r"lengthscale must be positive, but its prior \(v: Uniform\)"):
         K.RBF(pm.Uniform("v", np.array([-1.0, 0.5]), 2.0, shape=2))  # ARD length scales: a vector bound, by its smallest
+
+
+def test_a_model_built_in_single_precision_is_refused_by_name_before_any_fit():
+    """Under floatX = float32 PyMC's random variables are float32: empirical Bayes and MCMC refuse the model with a
+    ValueError naming the variables and the setting (they failed deep inside with PyTensor's TypeError), also when the
+    model comes from the context."""
+    import pytensor
+
+    X, y = bk.datasets.sinusoid(10, 0.2, seed=0)
+    with pytensor.config.change_flags(floatX="float32"), pm.Model() as model:
+        ell, s = pm.HalfNormal("ell", 1.0), pm.HalfNormal("s", 1.0)
+        bk.gp.marginal_likelihood("y", X, y, bk.kernels.RBF(ell), s)
+    for fit in (bk.fit.empirical_bayes, bk.fit.mcmc):
+        with pytest.raises(ValueError, match=r"ell \(float32\), s \(float32\).*floatX = float64"):
+            fit(model)
+        with model, pytest.raises(ValueError, match="less than double precision"):
+            fit()
