@@ -39,13 +39,8 @@ X, y = bk.datasets.sinusoid(200, 0.2, seed=200)
 if sys.argv[2] == "sum":
     model = bayeskern_model(X, y)
 elif sys.argv[2] in ("blr", "blr-matrix"):
-    import numpy as np
-    import pymc as pm
-    S4 = np.array([[2.0, 0.3, 0.0, 0.1], [0.3, 1.0, 0.2, 0.0], [0.0, 0.2, 0.5, 0.1], [0.1, 0.0, 0.1, 0.3]])
-    with pm.Model() as model:
-        scale, sigma = pm.HalfNormal("scale", 2.0), pm.HalfNormal("sigma", 0.5)
-        prior_cov = scale * S4 if sys.argv[2] == "blr-matrix" else scale
-        bk.blr.likelihood("y", X, y, bk.features.Polynomial(3), prior_cov=prior_cov, sigma=sigma, collapsed=True)
+    from bench_blr_matrix_prior import collapsed_blr
+    model = collapsed_blr(200, matrix=sys.argv[2] == "blr-matrix")
 else:
     import pymc as pm
     with pm.Model() as model:
