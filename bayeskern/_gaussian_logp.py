@@ -1,7 +1,7 @@
 """log N(t | 0, C) as one PyTensor Op whose gradient is the seeds' ½(ααᵀ − C⁻¹), α = C⁻¹t, compiled by Numba.
 
 The work is one Cholesky factorisation (LAPACK potrf), one solve (potrs) and the inverse from the
-factor (potri) — about three factorisations — plus a few passes over memory (the copy, the symmetric gradient; a
+factor (potri's, computed by `bayeskern._spd_inverse` at about the cost of one more factorisation) plus a few passes over memory (the copy, the symmetric gradient; a
 condition estimate only where C⁻¹ does not already prove C well conditioned), against about seven for differentiating the Cholesky
 factorisation symbolically. As for every PyTensor Op, there are two implementations of the one
 algorithm: Numba code calling LAPACK directly (`bayeskern._gaussian_logp_numba`), which PyTensor's Numba backend
@@ -21,6 +21,7 @@ from pytensor.graph.op import Op
 from scipy.linalg import lapack
 
 from bayeskern._reused_arrays import reused_arrays
+from bayeskern._spd_inverse import potri
 from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI, RCOND_PROOF_MARGIN
 
 __all__ = ["GaussianLogp", "as_float64", "gaussian_logp"]
@@ -178,9 +179,10 @@ def _copy_for_pocon(U, anorm: float):
 
 
 def _solve_and_invert(U, t):
-    """(Σ log Uᵢᵢ = ½ log|C|, α = C⁻¹t (potrs), C⁻¹ over U (potri): its lower triangle in C order, zeros above)."""
+    """(Σ log Uᵢᵢ = ½ log|C|, α = C⁻¹t (potrs), C⁻¹ over U (potri, `_spd_inverse`'s): its lower triangle in C order, zeros
+    above)."""
     alpha, _ = lapack.dpotrs(U, t, lower=0)
-    return np.log(np.diagonal(U)).sum(), alpha, lapack.dpotri(U, lower=0, overwrite_c=1)[0].T
+    return np.log(np.diagonal(U)).sum(), alpha, potri(U).T
 
 
 def _logp_and_gradients_scipy(K, t, noise_var: float, use_jitter: bool):

@@ -12,12 +12,12 @@ from pytensor.link.numba.dispatch.linalg._LAPACK import int_ptr_to_val, val_to_i
 from bayeskern._gaussian_logp import _JITTER_STEPS, DIAGONAL_BOUND, GaussianLogp
 from bayeskern._lapack_numba import f64p, i32p, lapack
 from bayeskern._linalg import EPS, LOG_2PI, RCOND_PROOF_MARGIN
+from bayeskern._spd_inverse_numba import potri
 
 __all__ = ["_logp_and_gradients"]
 
 # UPLO, N, A, LDA, INFO
 _potrf = lapack("potrf", (i32p, i32p, f64p, i32p, i32p))
-_potri = lapack("potri", (i32p, i32p, f64p, i32p, i32p))
 # UPLO, N, A, LDA, ANORM, RCOND, WORK, IWORK, INFO
 _pocon = lapack("pocon", (i32p, i32p, f64p, i32p, f64p, f64p, f64p, i32p, i32p))
 # UPLO, N, NRHS, A, LDA, B, LDB, INFO
@@ -102,7 +102,7 @@ def _factor(A, K, noise_var, jitter):
 @numba_basic.numba_njit(fastmath=False)
 def _solve_and_invert(A, t, alpha):
     """Σ log Uᵢᵢ = ½ log|C| from the factor in A; α = C⁻¹t written into `alpha` (potrs); C⁻¹ into A's lower triangle
-    (potri)."""
+    (potri, `_spd_inverse`'s)."""
     n = A.shape[0]
     log_det_half = 0.0
     for i in range(n):
@@ -111,7 +111,7 @@ def _solve_and_invert(A, t, alpha):
     for i in range(n):  # (not alpha[:] = t: an array copied into a slice makes Numba compile its shape-mismatch message)
         alpha[i] = t[i]
     _potrs(uplo, N, val_to_int_ptr(np.int32(1)), A.ctypes, N, alpha.ctypes, N, info)
-    _potri(uplo, N, A.ctypes, N, info)
+    potri(A)
     return log_det_half
 
 
@@ -211,4 +211,4 @@ def _funcify_gaussian_logp(op, node, **kwargs):
         logp, d_K, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
         return np.asarray(logp), d_K, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 19  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
+    return gaussian_logp, 21  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
