@@ -8,6 +8,8 @@ import scipy.linalg
 import scipy.linalg.blas
 import scipy.linalg.lapack
 
+from bayeskern._spd_inverse import potri
+
 __all__ = [
     "EPS", "JITTER_STEPS", "LARGEST", "LOG_2PI", "PSD_ROUNDOFF", "RCOND_PROOF_MARGIN", "announce_jitter", "cho_solve", "cholesky",
     "escalate_jitter", "exact_cholesky", "jitter_scale", "loo_gaussian", "minus_gram", "mirror_lower", "psd_eigh", "psd_factor", "psd_tolerance", "solve_lower",
@@ -151,12 +153,11 @@ def loo_gaussian(L: np.ndarray, t: np.ndarray, alpha: np.ndarray) -> tuple[np.nd
     """Leave-one-out predictive of t ~ N(0, C) from C's Cholesky factor L and α = C⁻¹t: means, variances, log densities.
 
     μᵢ = tᵢ − [C⁻¹t]ᵢ / [C⁻¹]ᵢᵢ, σᵢ² = 1 / [C⁻¹]ᵢᵢ   (R&W 5.12), and log N(tᵢ | μᵢ, σᵢ²) (R&W 5.10),
-    exactly p(tᵢ | t₋ᵢ) without refitting; C⁻¹ from its factor (LAPACK potri).
+    exactly p(tᵢ | t₋ᵢ) without refitting; C⁻¹ from its factor (potri's, `_spd_inverse`'s, on a copy of Lᵀ).
     """
-    C_inv, info = scipy.linalg.lapack.dpotri(L, lower=1)
-    if info != 0:
+    if not np.all(np.diagonal(L) != 0.0):  # (where LAPACK's potri reports info > 0)
         raise ValueError("the Cholesky factor is singular: no leave-one-out predictive")
-    d = np.diag(C_inv).copy()  # [C⁻¹]ᵢᵢ (the diagonal is written whichever triangle is)
+    d = np.diagonal(potri(np.array(L.T, dtype=np.float64, order="F"))).copy()  # [C⁻¹]ᵢᵢ, C = LLᵀ = UᵀU with U = Lᵀ
     mean = t - alpha / d
     var = 1.0 / d
     # log N(tᵢ | μᵢ, σᵢ²), (tᵢ − μᵢ)²/σᵢ² = αᵢ²/dᵢ = αᵢ·(αᵢ/dᵢ): no αᵢ² that overflows where the density does not
