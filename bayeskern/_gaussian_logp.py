@@ -1,14 +1,14 @@
 """log N(t | 0, C) as one PyTensor Op whose gradient is the seeds' ½(ααᵀ − C⁻¹), α = C⁻¹t, compiled by Numba.
 
-The work is one Cholesky factorisation (LAPACK potrf), one solve (potrs) and the inverse from the
-factor (potri's, computed by `bayeskern._spd_inverse` at about the cost of one more factorisation) plus a few passes over memory (the copy, the symmetric gradient; a
-condition estimate only where C⁻¹ does not already prove C well conditioned), against about seven for differentiating the Cholesky
-factorisation symbolically. As for every PyTensor Op, there are two implementations of the one
-algorithm: Numba code calling LAPACK directly (`bayeskern._gaussian_logp_numba`), which PyTensor's Numba backend
-(PyMC's default, and nutpie's) runs without the GIL and caches on disk, and `perform`, the same LAPACK calls through
-SciPy, which PyTensor's Python linker runs without compiling anything (`bayeskern._compile.NUMPY`:
-small empirical-Bayes fits, where Numba's compilation would cost more than every evaluation). A
-test holds the two to round-off.
+The work is one Cholesky factorisation (LAPACK potrf), one solve (potrs) and the inverse from the factor (potri's
+result, by `bayeskern._spd_inverse`: about one more factorisation) — about two factorisations in all, against about
+seven for differentiating the Cholesky factorisation symbolically — plus a few passes over memory (the copy, the
+symmetric gradient; a condition estimate only where C⁻¹ does not already prove C well conditioned). As for every
+PyTensor Op, there are two implementations of the one algorithm: Numba code calling LAPACK directly
+(`bayeskern._gaussian_logp_numba`), which PyTensor's Numba backend (PyMC's default, and nutpie's) runs without the GIL
+and caches on disk, and `perform`, the same LAPACK calls through SciPy, which PyTensor's Python linker runs without
+compiling anything (`bayeskern._compile.NUMPY`: small empirical-Bayes fits, where Numba's compilation would cost more
+than every evaluation). A test holds the two to the bit.
 """
 
 import functools

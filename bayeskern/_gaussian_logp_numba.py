@@ -12,6 +12,7 @@ from pytensor.link.numba.dispatch.linalg._LAPACK import int_ptr_to_val, val_to_i
 from bayeskern._gaussian_logp import _JITTER_STEPS, DIAGONAL_BOUND, GaussianLogp
 from bayeskern._lapack_numba import f64p, i32p, lapack
 from bayeskern._linalg import EPS, LOG_2PI, RCOND_PROOF_MARGIN
+from bayeskern._spd_inverse import LEAF
 from bayeskern._spd_inverse_numba import potri
 
 __all__ = ["_logp_and_gradients"]
@@ -211,4 +212,6 @@ def _funcify_gaussian_logp(op, node, **kwargs):
         logp, d_K, d_t, jitter = _logp_and_gradients(np.ascontiguousarray(K), np.ascontiguousarray(t), noise_var.item(), use_jitter)
         return np.asarray(logp), d_K, d_t, np.asarray(jitter)
 
-    return gaussian_logp, 21  # bump when _logp_and_gradients changes (or moves): PyTensor caches the compiled code on disk
+    # bump the 21 when _logp_and_gradients or what it calls changes (or moves): PyTensor caches the compiled code on disk.
+    # LEAF, frozen into the compiled inverse (`_spd_inverse_numba`), is part of the number
+    return gaussian_logp, 21 * 1000 + LEAF

@@ -1,17 +1,19 @@
 """C⁻¹ from C's Cholesky factor in place, LAPACK potri's result computed faster: U⁻¹ by recursive halving, then U⁻¹U⁻ᵀ.
 
 potri is trtri (U⁻¹) then lauum (U⁻¹U⁻ᵀ). OpenBLAS's trtri runs far below its Cholesky's speed at the sizes of a GP
-fit: one thread on the 2-vCPU Xeon of session 43, trtri 437 µs against potrf ~250 µs at n = 200. The same inverse by
-halving — U = [[P, B], [0, D]] gives U⁻¹ = [[P⁻¹, −P⁻¹BD⁻¹], [0, D⁻¹]], trtri on blocks of at most LEAF rows, two trmm
-per split — 145 µs; 1466 against 3635 µs at n = 500 and 57.7 against 89.6 ms at n = 2000 (BENCHMARKS.md, session 43).
-lauum is left to LAPACK. The products differ from potri's by round-off only (relative 1e-16 here; tests hold them to
-numpy's inverse).
+fit: on one thread of the 2-vCPU Xeon of session 43, trtri 437 µs against potrf ~250 µs at n = 200. The same inverse
+by halving — U = [[P, B], [0, D]] gives U⁻¹ = [[P⁻¹, −P⁻¹BD⁻¹], [0, D⁻¹]], trtri on blocks of at most LEAF rows, two
+trmm per split — 145 µs; 1466 against 3635 µs at n = 500, 57.7 against 89.6 ms at n = 2000 (one thread; BENCHMARKS.md,
+session 43). lauum is left to LAPACK. The products differ from potri's by round-off only (2.9e-16 to 1.4e-15 relative
+to max |C⁻¹| where measured; tests hold them to numpy's inverse).
 
 Two implementations of the one recursion, identical to the bit (a test): `potri` here calls SciPy's BLAS and LAPACK —
 the routines of `scipy.linalg.cython_blas`/`cython_lapack`, looked up as Numba's `get_cython_function_address` looks
 them up — through ctypes, on the blocks in place; SciPy's f2py wrappers would copy every block of a larger matrix (not
 contiguous), which at n = 2000 cost more than the halving gains. `bayeskern._spd_inverse_numba.potri` calls the same
-routines from Numba code. ctypes releases Python's lock during each call, as SciPy's wrappers do.
+routines from Numba code. Python's lock is held during each call, as SciPy's LAPACK wrappers hold it: released and
+taken back at each of the ~20–60 calls of one inverse, it made an inverse wait ~5 ms for the lock at each call while
+another thread ran Python (n = 200: 0.29 ms alone, 119 ms beside a busy thread; a review's measurement, session 43).
 """
 
 import ctypes
@@ -28,13 +30,16 @@ LEAF = 32
 
 def _routine(module, name: str):
     """SciPy's Fortran routine `name` as a ctypes function of pointers (every Fortran argument is one)."""
-    get_name, get_pointer = ctypes.pythonapi.PyCapsule_GetName, ctypes.pythonapi.PyCapsule_GetPointer
-    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
-    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    # (prototypes of its own: ctypes.pythonapi's functions are shared, their argument types left as others set them)
+    get_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", ctypes.pythonapi))
+    get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_GetPointer", ctypes.pythonapi))
     capsule = module.__pyx_capi__[name]
-    address = get_pointer(capsule, get_name(capsule))
+    signature = get_name(capsule)  # its C signature: dtrtri's is b"void (char *, char *, int *, __pyx_t_5scipy_6linalg_13cython_lapack_d *, int *, int *)"
+    if b"int *" not in signature:  # (a SciPy whose cython_lapack took 64-bit integers would be misread)
+        raise ImportError(f"scipy.linalg's {name} is not the LAPACK routine of 32-bit integers this module calls: {signature!r}")
+    address = get_pointer(capsule, signature)
     arguments = {"dtrtri": 6, "dtrmm": 11, "dlauum": 5}[name]
-    return ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * arguments)(address)
+    return ctypes.PYFUNCTYPE(None, *[ctypes.c_void_p] * arguments)(address)  # (PYFUNCTYPE: the lock held)
 
 
 _trtri, _trmm, _lauum = _routine(cython_lapack, "dtrtri"), _routine(cython_blas, "dtrmm"), _routine(cython_lapack, "dlauum")
@@ -47,10 +52,12 @@ def _int(value: int):
 
 
 def potri(U: np.ndarray) -> np.ndarray:
-    """LAPACK potri ("U") in place: U, Fortran-ordered n × n with C = UᵀU's factor in its upper triangle (a positive
-    diagonal), gets C⁻¹'s upper triangle; below the diagonal nothing is read or written. Returns U."""
-    if not (U.dtype == np.float64 and U.ndim == 2 and U.shape[0] == U.shape[1] and U.flags.f_contiguous and U.flags.writeable):
-        raise ValueError("potri needs a square, writeable, Fortran-ordered float64 array")
+    """LAPACK potri ("U") in place: U, Fortran-ordered n × n with C = UᵀU's factor in its upper triangle, gets C⁻¹'s
+    upper triangle; below the diagonal nothing is read or written. Returns U. U's diagonal must have no zero: unlike
+    potri, nothing reports one (trtri would leave its block as it is); the callers check the diagonal first."""
+    if not (U.dtype == np.float64 and U.ndim == 2 and U.shape[0] == U.shape[1] and U.flags.f_contiguous and U.flags.writeable
+            and U.flags.aligned):
+        raise ValueError("potri needs a square, writeable, aligned, Fortran-ordered float64 array")
     n, info = U.shape[0], ctypes.c_int(0)
     if n == 0:
         return U
