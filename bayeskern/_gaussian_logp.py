@@ -20,9 +20,9 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from scipy.linalg import lapack
 
+from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI, RCOND_PROOF_MARGIN
 from bayeskern._reused_arrays import reused_arrays
 from bayeskern._spd_inverse import potri
-from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI, RCOND_PROOF_MARGIN
 
 __all__ = ["GaussianLogp", "as_float64", "gaussian_logp"]
 

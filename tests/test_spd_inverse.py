@@ -64,7 +64,7 @@ def test_the_numba_implementation_makes_the_same_calls_to_the_bit(n, threads):
     call = numba_basic.numba_njit(final_function=True)(lambda A: potri_numba(A))
     U = factor(spd(n, 1e6, seed=3 * n))
     above = np.triu_indices(n, 1)
-    numba_in = np.ascontiguousarray(U.T)  # C order: the factor's transpose, as the Numba Op holds it
+    numba_in = np.array(U.T, order="C")  # a copy in C order: the factor's transpose, as the Numba Op holds it
     numba_in[above] = sentinel = np.random.default_rng(n).standard_normal(len(above[0]))  # finite: any product with it shows
     with threadpool_limits(threads):
         scipy_out = potri(U.copy(order="F"))
