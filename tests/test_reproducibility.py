@@ -40,7 +40,7 @@ from bayeskern.likelihood import find_likelihood
 from bayeskern.fit.empirical_bayes import _Objective
 
 warnings.simplefilter("ignore")
-X, y = bk.datasets.sinusoid(20, 0.2, 0)
+X, y = bk.datasets.sinusoid(40, 0.2, 0)  # (more points than _spd_inverse.LEAF: the inverse is halved, its Numba code loaded warm)
 f64 = np.float64
 with pm.Model() as model:
     amp, ls, s = pm.HalfNormal("amp", f64(2.0)), pm.HalfNormal("ls", f64(3.0)), pm.HalfNormal("s", f64(1.0))
@@ -65,7 +65,7 @@ def _run(code: list[str], compiledir: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("engine", ["numba", "numpy"])
 def test_a_cold_and_a_warm_compile_cache_give_bit_identical_eb_numbers(tmp_path, engine):
-    """On Numba (the objective of a fit beyond NUMPY_MAX_N points) and in numpy (20 points, the default here)."""
+    """On Numba (the objective of a fit beyond NUMPY_MAX_N points) and in numpy (40 points, the default here)."""
     compiledir = tmp_path / "compiledir"
     numpy_max_n = "0" if engine == "numba" else str(NUMPY_MAX_N)
     cold = _run(["-c", _FIT, numpy_max_n], compiledir).stdout  # an empty compile directory: everything compiled fresh
