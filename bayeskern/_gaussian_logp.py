@@ -20,7 +20,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from scipy.linalg import lapack
 
-from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI, RCOND_PROOF_MARGIN
+from bayeskern._linalg import EPS, JITTER_STEPS, LOG_2PI, RCOND_PROOF_MARGIN, potrf_succeeded
 from bayeskern._reused_arrays import reused_arrays
 from bayeskern._spd_inverse import potri
 
@@ -115,8 +115,7 @@ def _factor_scipy(K, noise_var: float, jitter: float):
         A[s:e, :e] = K[s:e, :e]
     A[np.diag_indices(n)] = np.diagonal(K) + noise_var + jitter  # C = K + σ²I (+ jitter·I)   (PRML 6.62)
     U, info = lapack.dpotrf(A.T, lower=0, clean=1, overwrite_a=1)  # U is A.T: A holds U's transpose, zeros above
-    d = np.diagonal(U)
-    return U if info == 0 and np.all(np.isfinite(d) & (d > 0.0)) else None
+    return U if potrf_succeeded(U, info) else None
 
 
 def _factor_and_invert_scipy(K, t, noise_var: float, use_jitter: bool):

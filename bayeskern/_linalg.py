@@ -12,7 +12,8 @@ from bayeskern._spd_inverse import potri
 
 __all__ = [
     "EPS", "JITTER_STEPS", "LARGEST", "LOG_2PI", "PSD_ROUNDOFF", "RCOND_PROOF_MARGIN", "announce_jitter", "cho_solve", "cholesky",
-    "escalate_jitter", "exact_cholesky", "jitter_scale", "loo_gaussian", "minus_gram", "mirror_lower", "psd_eigh", "psd_factor", "psd_tolerance", "solve_lower",
+    "escalate_jitter", "exact_cholesky", "jitter_scale", "loo_gaussian", "minus_gram", "mirror_lower", "potrf_succeeded", "psd_eigh", "psd_factor",
+    "psd_tolerance", "solve_lower",
 ]
 
 LOG_2PI = float(np.log(2 * np.pi))
@@ -110,6 +111,14 @@ def exact_cholesky(A: np.ndarray, jitter: float = 0.0) -> np.ndarray | None:
         return None
     rcond, info = scipy.linalg.lapack.dpocon(L, np.linalg.norm(B, 1), uplo="L")
     return L if info == 0 and rcond > A.shape[0] * EPS else None
+
+
+def potrf_succeeded(U: np.ndarray, info: int) -> bool:
+    """Whether LAPACK potrf's factor U is one to use: info 0 and a finite, positive diagonal (potrf "succeeds" on NaN
+    entries, its diagonal then NaN). The rule of the Ops' own factorisations, Numba's `_lapack_numba.cholesky_in_place`
+    too."""
+    diagonal = np.diagonal(U)
+    return info == 0 and bool(np.all(np.isfinite(diagonal) & (diagonal > 0.0)))
 
 
 def solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -36,7 +36,7 @@ from pytensor.graph.op import Op
 from scipy.linalg import blas, lapack
 
 from bayeskern._gaussian_logp import as_float64
-from bayeskern._linalg import LOG_2PI
+from bayeskern._linalg import LOG_2PI, potrf_succeeded
 
 __all__ = ["WeightSpaceEvidence", "weight_space_evidence"]
 
@@ -57,12 +57,11 @@ def _evidence_and_gradients_scipy(S, c, rr: float, n: float, prior, noise_var: f
     B = blas.dsyrk(1.0, SL_T, trans=1, lower=0)  # (SL)(SL)ᵀ, upper triangle
     B[np.diag_indices(k)] += noise_var  # B = σ²I + SVSᵀ
     U, info = lapack.dpotrf(B, lower=0, clean=0, overwrite_a=1)
-    diagonal = np.diagonal(U)
-    if info != 0 or not np.all(np.isfinite(diagonal) & (diagonal > 0.0)):
+    if not potrf_succeeded(U, info):
         return failed
     w = lapack.dtrtrs(U, c, lower=0, trans=1)[0]  # w = L⁻¹c
     quad = blas.ddot(w, w) + rr / noise_var  # tᵀC⁻¹t = ‖L⁻¹c‖² + ρ²/σ²
-    logp = -0.5 * quad - np.log(diagonal).sum() - 0.5 * (n - k) * np.log(noise_var) - 0.5 * n * LOG_2PI
+    logp = -0.5 * quad - np.log(np.diagonal(U)).sum() - 0.5 * (n - k) * np.log(noise_var) - 0.5 * n * LOG_2PI
     z = lapack.dtrtrs(U, w, lower=0, trans=0)[0]  # z = L⁻ᵀw = B⁻¹c
     phi_alpha = blas.dgemv(1.0, S.T, z)  # Φᵀα = Sᵀz
     E = lapack.dtrtrs(U, S, lower=0, trans=1)[0]  # E = L⁻¹S
@@ -86,8 +85,7 @@ def _scaled_design_transposed(S, prior):
     if prior.ndim == 1:
         return (S * np.sqrt(prior)).T if np.all(prior >= 0.0) else None  # S√V
     U, info = lapack.dpotrf(prior.T, lower=0, clean=0)  # Lᵀ (copied: the prior is not written)
-    diagonal = np.diagonal(U)
-    if info != 0 or not np.all(np.isfinite(diagonal) & (diagonal > 0.0)):
+    if not potrf_succeeded(U, info):
         return None
     return blas.dtrmm(1.0, U, S.T, side=0, lower=0, trans_a=0)  # (SL)ᵀ = Lᵀ Sᵀ
 

@@ -9,16 +9,14 @@ compile in ~1.5–4 s less than as functions of their own (the Op's first compil
 
 import numpy as np
 from pytensor.link.numba.dispatch import basic as numba_basic
-from pytensor.link.numba.dispatch.linalg._LAPACK import int_ptr_to_val, val_to_int_ptr
+from pytensor.link.numba.dispatch.linalg._LAPACK import val_to_int_ptr
 
-from bayeskern._lapack_numba import blas, f64p, i32p, lapack
+from bayeskern._lapack_numba import blas, cholesky_in_place, f64p, i32p, lapack
 from bayeskern._linalg import LOG_2PI
 from bayeskern._weight_space_evidence import WeightSpaceEvidence
 
 __all__ = ["_evidence_and_gradients", "_evidence_and_gradients_matrix"]
 
-# UPLO, N, A, LDA, INFO
-_potrf = lapack("potrf", (i32p, i32p, f64p, i32p, i32p))
 # UPLO, TRANS, DIAG, N, NRHS, A, LDA, B, LDB, INFO
 _trtrs = lapack("trtrs", (i32p, i32p, i32p, i32p, i32p, f64p, i32p, f64p, i32p, i32p))
 # UPLO, TRANS, N, K, ALPHA, A, LDA, BETA, C, LDC
@@ -42,19 +40,6 @@ _trmm = blas("trmm", (i32p, i32p, i32p, i32p, i32p, i32p, f64p, f64p, i32p, f64p
 
 
 @numba_basic.numba_njit(fastmath=False, inline="always")
-def _cholesky_in_place(A):
-    """potrf "U" on A (C order: the factor of A's lower triangle, L in A's lower triangle); whether it succeeded with a
-    finite, positive diagonal."""
-    k = A.shape[0]
-    N, info = val_to_int_ptr(np.int32(k)), val_to_int_ptr(np.int32(0))
-    _potrf(val_to_int_ptr(np.int32(ord("U"))), N, A.ctypes, N, info)
-    ok = int_ptr_to_val(info) == 0
-    for i in range(k):
-        ok = ok and np.isfinite(A[i, i]) and A[i, i] > 0.0
-    return ok
-
-
-@numba_basic.numba_njit(fastmath=False, inline="always")
 def _scaled_by_variances(S, v):
     """S√V for V = diag(v)."""
     k, M = S.shape
@@ -71,7 +56,7 @@ def _scaled_by_covariance(S, V):
     whether V is numerically positive definite."""
     k, M = S.shape
     L, SL = V.copy(), S.copy()
-    if not _cholesky_in_place(L):
+    if not cholesky_in_place(L):
         return SL, False
     one, rows, cols = np.ones(1), val_to_int_ptr(np.int32(M)), val_to_int_ptr(np.int32(k))
     side, upper, no = val_to_int_ptr(np.int32(ord("L"))), val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(ord("N")))
@@ -90,7 +75,7 @@ def _factor(SL, noise_var):
     _syrk(val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(ord("T"))), N, K, one.ctypes, SL.ctypes, K, zero.ctypes, A.ctypes, N)  # (SL)(SL)ᵀ
     for i in range(k):
         A[i, i] += noise_var  # B = σ²I + SVSᵀ
-    return A, _cholesky_in_place(A)
+    return A, cholesky_in_place(A)
 
 
 @numba_basic.numba_njit(fastmath=False, inline="always")
@@ -179,4 +164,4 @@ def _funcify_weight_space_evidence(op, node, **kwargs):
         )
         return np.asarray(logp), d_prior, np.asarray(d_noise)
 
-    return weight_space_evidence, 5  # bump when anything it calls changes (or moves): PyTensor caches the code on disk
+    return weight_space_evidence, 6  # bump when anything it calls changes (or moves): PyTensor caches the code on disk
