@@ -142,3 +142,40 @@ def test_the_nogil_mode_fills_a_0d_value_from_one_element_and_gives_the_same_arr
     args = (np.random.default_rng(1).normal(size=(3, 3)), -0.0, 3)
     for mine, pytensors in zip(ours(*args), theirs(*args), strict=True):
         assert mine.dtype == pytensors.dtype and mine.shape == pytensors.shape and mine.tobytes() == pytensors.tobytes()  # (-0.0 as -0.0)
+
+
+#: compiles one small graph with PyTensor's Numba linker after `import bayeskern`, and prints PyTensor's generated_src_dir
+_GENERATED_SOURCE_PROBE = r"""
+import bayeskern
+import numpy as np, pytensor, pytensor.tensor as pt
+x = pt.vector("x", dtype="float64")
+f = pytensor.function([x], pt.exp(x) + 1.0, mode="NUMBA")
+assert np.allclose(f(np.zeros(3)), 2.0)
+print(pytensor.config.generated_src_dir)
+"""
+
+
+def test_the_source_pytensor_generates_for_numba_is_kept_by_content_in_the_compile_directory_not_left_in_tmp(tmp_path):
+    # PyTensor's default writes each generated function's source to a new file in the system's temporary directory and
+    # never removes it (the old code left 23 files there for one NUTS fit); bayeskern names a folder in the compile
+    # directory, where the files are named by their content, unless the user named another one
+    def run(flags: str) -> tuple[str, list[str]]:
+        temporary = tmp_path / f"tmp_{len(list(tmp_path.iterdir()))}"
+        temporary.mkdir()
+        env = dict(os.environ, TMPDIR=str(temporary), PYTENSOR_FLAGS=flags)
+        out = subprocess.run([sys.executable, "-c", _GENERATED_SOURCE_PROBE], env=env, capture_output=True, text=True,
+                             check=True).stdout
+        return out.splitlines()[-1], sorted(p.name for p in temporary.iterdir())
+
+    compiledir = tmp_path / "compiledir"
+    folder, left_in_tmp = run(f"base_compiledir={compiledir}")
+    assert folder == str(compiledir / "generated_src") and left_in_tmp == []
+    kept = sorted(p.name for p in (compiledir / "generated_src").iterdir())
+    assert kept and all(name.endswith(".py") for name in kept)
+    # a second process finds the same sources and writes no new file
+    assert run(f"base_compiledir={compiledir}") == (folder, [])
+    assert sorted(p.name for p in (compiledir / "generated_src").iterdir()) == kept
+    # a folder the user names is left as named
+    own = tmp_path / "own"
+    folder, left_in_tmp = run(f"base_compiledir={compiledir},generated_src_dir={own}")
+    assert folder == str(own) and left_in_tmp == [] and sorted(p.name for p in own.iterdir()) == kept
