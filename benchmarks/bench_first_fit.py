@@ -51,12 +51,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--write-bytecode", action="store_true", help="children write and read .pyc files (see above)")
     args = parser.parse_args()
-    warm_dir = tempfile.mkdtemp(prefix="bk_warm_")
-    run(warm_dir, args.write_bytecode)  # fills it
     rows = {"cold": [], "warm": []}
-    for _ in range(args.runs):
-        rows["cold"].append(run(tempfile.mkdtemp(prefix="bk_cold_"), args.write_bytecode))
-        rows["warm"].append(run(warm_dir, args.write_bytecode))
+    with tempfile.TemporaryDirectory(prefix="bk_warm_") as warm_dir:  # every compile directory removed at the end
+        run(warm_dir, args.write_bytecode)  # fills it
+        for _ in range(args.runs):
+            with tempfile.TemporaryDirectory(prefix="bk_cold_") as cold_dir:
+                rows["cold"].append(run(cold_dir, args.write_bytecode))
+            rows["warm"].append(run(warm_dir, args.write_bytecode))
     print("| cache | whole process s (median, min–max) | import s | fit s | evaluations | log p(t | θ̂) |")
     print("|---|---|---|---|---|---|")
     for name, results in rows.items():
