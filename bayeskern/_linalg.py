@@ -8,7 +8,7 @@ import scipy.linalg
 import scipy.linalg.blas
 import scipy.linalg.lapack
 
-from bayeskern._spd_inverse import potri
+from bayeskern._spd_inverse import inverse_diagonal
 
 __all__ = [
     "EPS", "JITTER_STEPS", "LARGEST", "LOG_2PI", "PSD_ROUNDOFF", "RCOND_PROOF_MARGIN", "announce_jitter", "cho_solve", "cholesky",
@@ -162,11 +162,11 @@ def loo_gaussian(L: np.ndarray, t: np.ndarray, alpha: np.ndarray) -> tuple[np.nd
     """Leave-one-out predictive of t ~ N(0, C) from C's Cholesky factor L and α = C⁻¹t: means, variances, log densities.
 
     μᵢ = tᵢ − [C⁻¹t]ᵢ / [C⁻¹]ᵢᵢ, σᵢ² = 1 / [C⁻¹]ᵢᵢ   (R&W 5.12), and log N(tᵢ | μᵢ, σᵢ²) (R&W 5.10),
-    exactly p(tᵢ | t₋ᵢ) without refitting; C⁻¹ from its factor (potri's, `_spd_inverse`'s, on a copy of Lᵀ).
+    exactly p(tᵢ | t₋ᵢ) without refitting; [C⁻¹]ᵢᵢ from L's triangular inverse (`_spd_inverse.inverse_diagonal`).
     """
-    if not np.all(np.diagonal(L) != 0.0):  # (where LAPACK's potri reports info > 0)
+    if not np.all(np.diagonal(L) != 0.0):  # (where LAPACK's trtri reports info > 0)
         raise ValueError("the Cholesky factor is singular: no leave-one-out predictive")
-    d = np.diagonal(potri(np.array(L.T, dtype=np.float64, order="F"))).copy()  # [C⁻¹]ᵢᵢ, C = LLᵀ = UᵀU with U = Lᵀ
+    d = inverse_diagonal(L)  # [C⁻¹]ᵢᵢ
     mean = t - alpha / d
     var = 1.0 / d
     # log N(tᵢ | μᵢ, σᵢ²), (tᵢ − μᵢ)²/σᵢ² = αᵢ²/dᵢ = αᵢ·(αᵢ/dᵢ): no αᵢ² that overflows where the density does not

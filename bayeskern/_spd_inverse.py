@@ -21,7 +21,7 @@ import ctypes
 import numpy as np
 from scipy.linalg import cython_blas, cython_lapack
 
-__all__ = ["LEAF", "potri"]
+__all__ = ["LEAF", "inverse_diagonal", "potri"]
 
 #: blocks of at most this many rows are inverted by LAPACK's trtri; larger ones are halved. 16 to 64 are within the
 #: timing noise of each other at n = 200, 500 and 2000, on one thread or two (session 43)
@@ -64,6 +64,17 @@ def potri(U: np.ndarray) -> np.ndarray:
     _invert_upper(U.ctypes.data, n, 0, n, ctypes.byref(info))
     _lauum(_UPPER, _int(n), U.ctypes.data, _int(n), ctypes.byref(info))  # U⁻¹U⁻ᵀ = C⁻¹
     return U
+
+
+def inverse_diagonal(L: np.ndarray) -> np.ndarray:
+    """[C⁻¹]ᵢᵢ = Σₖ [L⁻¹]ₖᵢ² of C = LLᵀ from its lower Cholesky factor L (what a leave-one-out predictive needs, R&W
+    5.12): the triangular inverse by halving, n³/3 flops, half of forming C⁻¹; then each column's sum of squares.
+    Above L's diagonal nothing is read; L is left as it was. L's diagonal must have no zero (the callers check it)."""
+    n, info = L.shape[0], ctypes.c_int(0)
+    T = np.ascontiguousarray(np.tril(L), dtype=np.float64)  # a copy of L, zeros above its diagonal
+    if n:  # T.T, Fortran-ordered, is U = Lᵀ (C = UᵀU): inverted in place, T holds (U⁻¹)ᵀ = L⁻¹
+        _invert_upper(T.ctypes.data, n, 0, n, ctypes.byref(info))
+    return np.einsum("ki,ki->i", T, T)  # [C⁻¹]ᵢᵢ = [L⁻ᵀL⁻¹]ᵢᵢ = Σₖ [L⁻¹]ₖᵢ²
 
 
 def _invert_upper(base: int, n: int, s: int, m: int, info) -> None:

@@ -5,7 +5,7 @@ import pytest
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
-from bayeskern._spd_inverse import LEAF, potri
+from bayeskern._spd_inverse import LEAF, inverse_diagonal, potri
 
 EPS = np.finfo(np.float64).eps
 
@@ -39,6 +39,23 @@ def test_the_inverse_is_numpys_to_round_off_and_below_the_diagonal_is_untouched(
     # an inverse from a backward-stable Cholesky is accurate to about n·ε·cond(C) relative to ‖C⁻¹‖ (Higham, Accuracy and
     # Stability, ch. 14), numpy's own error included; measured here: at most 0.14 of that bound (n = 2, cond 1e8)
     assert np.abs(inverse - want).max() <= n * EPS * condition * np.abs(want).max()
+
+
+@pytest.mark.parametrize("n", [0, *SIZES])
+@pytest.mark.parametrize("condition", [10.0, 1e8])
+def test_the_inverses_diagonal_from_the_lower_factor_is_numpys_and_above_the_diagonal_is_not_read(n, condition):
+    """[C⁻¹]ᵢᵢ = Σₖ [L⁻¹]ₖᵢ² (the leave-one-out predictive's and kernel ridge's need) against numpy's inverse."""
+    C = spd(n, condition, seed=n + 1)
+    L = np.linalg.cholesky(C)
+    above = np.triu_indices(n, 1)
+    L[above] = np.random.default_rng(n).standard_normal(len(above[0]))  # finite: any product with it shows
+    kept = L.copy()
+    got = inverse_diagonal(L)
+    np.testing.assert_array_equal(L, kept)  # left as it was
+    want = np.diagonal(np.linalg.inv(C))
+    # the diagonal of C⁻¹ is a sum of squares, each [C⁻¹]ᵢᵢ within ~n·ε·cond(C) of exact relative to itself (every term is
+    # positive: no cancellation); the bound of the test above, relative to max [C⁻¹]ᵢᵢ = the scale of the inverse's entries
+    assert got.shape == (n,) and np.abs(got - want).max(initial=0.0) <= n * EPS * condition * np.abs(want).max(initial=0.0)
 
 
 @pytest.mark.parametrize("n", [LEAF + 1, 200, 501])
