@@ -225,6 +225,7 @@ class ExactGP(Conditioned):
 
     def __init__(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma: float, predict_at=None):
         self.kernel, self.X, self.targets, self.sigma = kernel, X, t, sigma
+        kernel._check_dims(X.shape[1], None)  # (length scales against X's columns: `_values` below takes X as checked)
         K, self._blocks = self._gram(predict_at)  # X is checked here once; predictions reuse it unchecked
         C = K + sigma**2 * np.eye(len(X))  # C_N = K + β⁻¹I   (PRML 6.62)
         _refuse_duplicates_without_noise(X, C, sigma)

@@ -236,3 +236,47 @@ def test_the_jitter_warning_compares_the_jitter_with_the_noise():
     with pytest.warns(RuntimeWarning) as caught:
         announce_jitter("C", 1e-9, 1e-6)
     assert str(caught[0].message).endswith("added jitter 1e-09 to its diagonal (0.001 × sigma²)")
+
+
+def _mismatched_length_scales():
+    """(what, a call that must refuse length scales for another number of columns, the message's count of entries)."""
+    X1, t, _ = _data()
+    X2 = np.column_stack([X1[:, 0], X1[:, 0] ** 2])
+    vfe = bk.approx.VFE(inducing=X1[::3])
+
+    def in_model(ell, approx=None, X=X1):
+        with pm.Model():
+            bk.gp.marginal_likelihood("y", X, t, K.RBF(ell()), 0.2, approx=approx)
+
+    return [
+        ("posterior, 1-D", lambda: bk.gp.posterior(K.RBF([0.2, 0.3]), X1, t, 0.2), 2),
+        ("posterior, 2-D", lambda: bk.gp.posterior(K.RBF([0.2, 0.3, 0.4]), X2, t, 0.2), 3),
+        ("condition", lambda: bk.gp.condition(K.RBF([0.2, 0.3]), X1, t, 0.2), 2),
+        ("condition, HSGP", lambda: bk.gp.condition(K.RBF([0.2, 0.3]), X1, t, 0.2, approx=bk.approx.HSGP(m=10, c=1.5)), 2),
+        ("condition, VFE", lambda: bk.gp.condition(K.RBF([0.2, 0.3]), X1, t, 0.2, approx=vfe), 2),
+        ("a PyMC vector of 3", lambda: in_model(lambda: pm.Gamma("ell", 2.0, 5.0, shape=3)), 3),
+        ("a PyMC vector of 3, HSGP", lambda: in_model(lambda: pm.Gamma("ell", 2.0, 5.0, shape=3), bk.approx.HSGP(m=10, c=1.5)), 3),
+        ("a PyMC vector of 1 on 2-D", lambda: in_model(lambda: pm.Gamma("ell", 2.0, 5.0, shape=1), X=X2), 1),
+    ]
+
+
+MISMATCHED = _mismatched_length_scales()
+
+
+@pytest.mark.parametrize("what, call, entries", MISMATCHED, ids=[what for what, _, _ in MISMATCHED])
+def test_length_scales_for_another_number_of_columns_are_refused_by_name(what, call, entries):
+    # before session 44, gp.posterior on 1-D inputs used the first length scale alone and the rest silently (the same log
+    # marginal likelihood as RBF(0.2)), a PyMC vector of 3 was fitted with its last two entries left at their start, and on
+    # 2-D inputs the exact GP raised PyTensor's AssertionError; `evaluate` refused them all by name
+    with pytest.raises(ValueError, match=rf"lengthscale has {entries} ARD entries but the inputs have \d column"):
+        call()
+
+
+def test_a_pymc_covariance_of_another_size_is_refused_by_name():
+    import pytensor.tensor as pt
+
+    X, t, _ = _data()
+    with pm.Model(), pytest.raises(ValueError, match=r"cov is 3x3 but the inputs have 1 column"):
+        bk.gp.marginal_likelihood("y", X, t, K.MahalanobisRBF(pt.diag(pm.HalfNormal("d", 1.0, shape=3))), 0.2)
+    with pm.Model():  # one of the right size is built
+        bk.gp.marginal_likelihood("y", X, t, K.MahalanobisRBF(pt.diag(pm.HalfNormal("d", 1.0, shape=1))), 0.2)

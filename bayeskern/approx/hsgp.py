@@ -334,6 +334,7 @@ class HSGP:
     def _record(self, kernel: Kernel, X: np.ndarray, t: np.ndarray, sigma, box_of: np.ndarray | None = None) -> "HSGPLikelihood":
         """The likelihood record: the basis for `box_of` (X if None) and the statistics of Φ(X) with t; an automatic basis
         at numeric hyperparameters is enlarged until log p(t | θ) has converged in it (`_converged`)."""
+        kernel._check_dims(X.shape[1], None)  # (length scales against X's columns, named, before the basis reads them)
         basis = self.basis(kernel, X if box_of is None else box_of)
         record = HSGPLikelihood(X, t, sigma, kernel, basis, DesignRows(basis, X, t), self)
         return _converged(record) if self.automatic and not any(is_symbolic(v) for v in record.hyperparameters()) else record

@@ -122,6 +122,11 @@ def _exact_sqrt(r2):
     return pt.sqrt(pt.switch(positive, pt.minimum(r2, np.float64(1e300)), 1.0)) * positive
 
 
+def _static_shape(value) -> tuple:
+    """A hyperparameter's shape: a number's, or a symbolic one's as far as it is known before sampling (None where not)."""
+    return value.type.shape if is_symbolic(value) else np.shape(value)
+
+
 def _check_lengthscale(lengthscale):
     lengthscale = check_number(lengthscale, "lengthscale", positive=True)
     if not is_symbolic(lengthscale) and np.any(lengthscale < TINY):
@@ -148,9 +153,9 @@ class _PyMCStationary(Kernel):
         super().__init__(lengthscale=lengthscale, **{k: check_number(v, k, positive=True, scalar=True) for k, v in extra.items()})
 
     def _check_input_dim(self, d: int) -> None:
-        ls = self.hyperparameters["lengthscale"]
-        if not is_symbolic(ls) and np.ndim(ls) == 1 and len(ls) != d:
-            raise ValueError(f"lengthscale has {len(ls)} ARD entries but the inputs have {d} column(s)")
+        entries = _static_shape(self.hyperparameters["lengthscale"])
+        if len(entries) == 1 and entries[0] is not None and entries[0] != d:  # (a PyMC vector of a given shape too)
+            raise ValueError(f"lengthscale has {entries[0]} ARD entries but the inputs have {d} column(s)")
 
     def _pymc(self, d: int, p):
         cov = type(self)._pymc_class(d, ls=p["lengthscale"], **{k: p[k] for k in self._extra})
@@ -210,9 +215,9 @@ class MahalanobisRBF(Kernel):
         super().__init__(cov=cov)
 
     def _check_input_dim(self, d: int) -> None:
-        cov = self.hyperparameters["cov"]
-        if not is_symbolic(cov) and cov.shape[0] != d:
-            raise ValueError(f"cov is {cov.shape[0]}x{cov.shape[0]} but the inputs have {d} column(s)")
+        rows = _static_shape(self.hyperparameters["cov"])[0]
+        if rows is not None and rows != d:  # (a PyMC matrix of a given shape too)
+            raise ValueError(f"cov is {rows}x{rows} but the inputs have {d} column(s)")
 
     def _full(self, X, Xs, p):
         # (x − x′)ᵀ Σ⁻¹ (x − x′) = ‖z − z′‖² with z = L⁻¹(x − c), Σ = L Lᵀ; the common shift c = x₁ is

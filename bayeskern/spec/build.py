@@ -110,7 +110,7 @@ def build_model(spec: "Spec", candidate: str, data: datasets.Data) -> pm.Model:
         except SpecError:
             raise
         except ValueError as err:
-            raise SpecError(spec.path, key, f"{_short(candidate)!r}: {err}") from None
+            raise SpecError(spec.path, key, f"{_short(candidate)!r}: {err}{_shaped_priors(model)}") from None
         except (RecursionError, MemoryError):
             raise SpecError(spec.path, key, f"{_short(candidate)!r}: too large to build") from None
     initial = _checked_priors(spec.path, model, tuple((name, spec.priors[name]) for name in sorted(names)))
@@ -254,6 +254,12 @@ def _numeric_at(model: pm.Model, params: dict):
     return PlugIn(model, find_likelihood(model)[1]).numeric(params)
 
 
+def _shaped_priors(model: pm.Model) -> str:
+    """" (priors with a shape: ell (3,))", the hint of a message that a candidate does not fit the data, or "" without such priors."""
+    shaped = ", ".join(f"{rv.name} {tuple(rv.type.shape)}" for rv in model.free_RVs if rv.ndim)
+    return f" (priors with a shape: {shaped})" if shaped else ""
+
+
 def _check_at(path, key: str, candidate: str, model: pm.Model, data: datasets.Data, params: dict) -> None:
     """Build the candidate with its priors at `params` as numbers, as a fit does at every step: what does
     not fit the data (ARD length scales for another number of columns …), or a kernel that is not positive
@@ -262,9 +268,7 @@ def _check_at(path, key: str, candidate: str, model: pm.Model, data: datasets.Da
         record = _numeric_at(model, params)
         record.check_inputs(data.X)  # graphs built and shapes checked, nothing compiled
     except (ValueError, TypeError, IndexError) as err:
-        shaped = ", ".join(f"{rv.name} {tuple(rv.type.shape)}" for rv in model.free_RVs if rv.ndim)
-        hint = f" (priors with a shape: {shaped})" if shaped else ""
-        raise SpecError(path, key, f"{_short(candidate)!r}: {_short(err, 300)}{hint}") from None
+        raise SpecError(path, key, f"{_short(candidate)!r}: {_short(err, 300)}{_shaped_priors(model)}") from None
     kernel = getattr(record, "kernel", None)
     if kernel is not None:
         result = checks.psd(kernel, data.X[:PSD_CHECK_ROWS])  # a principal submatrix of a PSD matrix is PSD
