@@ -75,6 +75,7 @@ def test_every_file_is_written_and_well_formed(small):
     assert html.count("data:image/png;base64,") == len(FIGURES) and "src=\"figures/" not in html  # self-contained
     md = (report / "report.md").read_text()
     assert all(f"(figures/{name})" in md for name in FIGURES)
+    assert _caption(report, "fit.png") == "Data with the posterior mean and 95% band: empirical Bayes (orange, dashed band) and MCMC (green, shaded)."
     summary = json.loads((report / "summary.json").read_text())
     assert set(summary) >= {"name", "data", "model", "candidates", "selected", "empirical_bayes", "mcmc", "eb_vs_mcmc",
                             "checks", "gram_spectrum", "warnings", "files", "versions", "seed"}
@@ -252,6 +253,8 @@ def test_blr_candidates_ranked_by_evidence(tmp_path):
     # the selected features at the fitted α⁻¹, σ: weight space equals function space (the audit's rtol 1e-8)
     assert summary["checks"]["kernel_trick"]["passed"] is True
     assert sorted(p.name for p in (tmp_path / "r" / "figures").iterdir()) == ["evidence.png", "fit.png", "kernel_trick.png", "prior_samples.png", "spectrum.png"]
+    # the fit figure's caption names the bands it draws: empirical Bayes alone here (it once named an MCMC band too)
+    assert _caption(tmp_path / "r", "fit.png") == "Data with the posterior mean and 95% band: empirical Bayes (orange, dashed band)."
 
 
 def test_inputs_of_several_dimensions_get_leave_one_out_predictions(tmp_path):
@@ -343,6 +346,14 @@ def test_mcmc_only_reports_at_the_posterior_mean_with_noise_bands(tmp_path):
     np.testing.assert_allclose(predictions["mean"].values, mean, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(predictions["sd"].values, np.sqrt(np.diag(cov) + p["noise"] ** 2), rtol=1e-8)
     assert "mcmc_y_lower" in predictions and np.all(predictions["mcmc_y_lower"] < predictions["mcmc_f_lower"])
+    assert _caption(tmp_path / "r", "fit.png") == ("Data with the posterior mean and 95% band: the exact GP at the posterior-mean "
+                                                   "hyperparameters (orange, dashed band) and MCMC (green, shaded).")
+
+
+def _caption(report, figure: str) -> str:
+    """The caption report.md gives `figure`: its image's text, ![caption](figures/name)."""
+    found = re.search(rf"!\[(.*?)\]\(figures/{re.escape(figure)}\)", (report / "report.md").read_text())
+    return found.group(1)
 
 
 HSGP_SPEC = """

@@ -143,10 +143,16 @@ def kernel_trick_figure(a) -> bytes:
     return _png(fig)
 
 
-#: figure file name → (caption, when it applies, how to draw it)
+def fit_caption(a) -> str:
+    """fit.png's caption: the bands `fit_figure` draws for the analysis `a`, and no other."""
+    point = "empirical Bayes" if a.chosen.eb is not None else "the exact GP at the posterior-mean hyperparameters"
+    mcmc = " and MCMC (green, shaded)" if a.bands is not None else ""
+    return f"Data with the posterior mean and 95% band: {point} (orange, dashed band){mcmc}."
+
+
+#: figure file name → (caption, or a function of the analysis that writes it; when it applies; how to draw it)
 FIGURES = {
-    "fit.png": ("Data with the posterior mean and 95% band: empirical Bayes (orange, dashed band) and MCMC (green, shaded).",
-                lambda a: a.grid_eb is not None, fit_figure),
+    "fit.png": (fit_caption, lambda a: a.grid_eb is not None, fit_figure),
     "loo_predictions.png": ("Observed targets against their leave-one-out predictions with 95% intervals.",
                             lambda a: a.grid_eb is None, loo_figure),
     "prior_samples.png": ("Functions drawn from the GP prior at the fitted hyperparameters and at five draws from the priors (PRML figure 6.5).",
@@ -175,5 +181,5 @@ def figures(a, say=lambda message: None) -> dict[str, tuple[str, bytes]]:
     for name, (caption, applies, draw) in FIGURES.items():
         if applies(a):
             say(f"figure {name}")
-            out[name] = (caption, draw(a))
+            out[name] = (caption(a) if callable(caption) else caption, draw(a))
     return out
