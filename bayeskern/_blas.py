@@ -11,13 +11,13 @@ from threadpoolctl import ThreadpoolController
 __all__ = ["SMALL_PROBLEM_MAX_N", "blas_for_size", "numpy_blas_on_one_thread"]
 
 #: a fit or a loop over draws whose matrices have at most this many rows runs every BLAS pool on one thread. Below
-#: it a second thread gains nothing: one empirical-Bayes evaluation (RBF + noise) on one thread was as fast as on two,
-#: or faster, up to n = 1000 on the idle 2-vCPU Xeon of session 44 (two threads 1.0–1.2× faster at n = 1500, 1.45× at
-#: 2000). And on a machine whose cores are busy with other work, a pool's second thread waits for a core at every call
-#: — an evaluation makes dozens (the inverse by halving, `_spd_inverse`): beside one busy process, two threads made an
-#: evaluation 1.5–100× slower than one (n = 200: 25–837 against 11–20 ms; n = 1000: 177–4171 against 87–109 ms;
-#: BENCHMARKS.md, session 44), as the MCMC draws' loop of the shipped PRML spec (n = 25) took 23–30 s instead of
-#: 3.0–5.2 s beside two busy processes (session 28)
+#: it a second thread gains nothing, and on a machine whose cores are busy with other work it waits for a core at
+#: every call — an evaluation makes dozens (the inverse by halving, `_spd_inverse`). Empirical-Bayes fit time per
+#: evaluation (RBF + noise), two threads over one, medians (`benchmarks/bench_blas_threads.py`, the 2-vCPU Xeon of
+#: session 44): idle 1.31, 1.03, 1.08, 0.96 at n = 200, 500, 1000, 1500; beside one busy process 3.56, 3.22, 2.61,
+#: 1.98; beside two 2.68, 2.69, 2.52, 4.74 — and once 4240 against 132 ms at n = 1000 (BENCHMARKS.md, session 44). The
+#: MCMC draws' loop of the shipped PRML spec (n = 25) took 23–30 s instead of 3.0–5.2 s beside two busy processes
+#: with two threads (session 28).
 SMALL_PROBLEM_MAX_N = 1000
 
 

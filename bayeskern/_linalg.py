@@ -164,9 +164,7 @@ def loo_gaussian(L: np.ndarray, t: np.ndarray, alpha: np.ndarray) -> tuple[np.nd
     μᵢ = tᵢ − [C⁻¹t]ᵢ / [C⁻¹]ᵢᵢ, σᵢ² = 1 / [C⁻¹]ᵢᵢ   (R&W 5.12), and log N(tᵢ | μᵢ, σᵢ²) (R&W 5.10),
     exactly p(tᵢ | t₋ᵢ) without refitting; [C⁻¹]ᵢᵢ from L's triangular inverse (`_spd_inverse.inverse_diagonal`).
     """
-    if not np.all(np.diagonal(L) != 0.0):  # (where LAPACK's trtri reports info > 0)
-        raise ValueError("the Cholesky factor is singular: no leave-one-out predictive")
-    d = inverse_diagonal(L)  # [C⁻¹]ᵢᵢ
+    d = inverse_diagonal(L)  # [C⁻¹]ᵢᵢ (a ValueError for a singular factor)
     mean = t - alpha / d
     var = 1.0 / d
     # log N(tᵢ | μᵢ, σᵢ²), (tᵢ − μᵢ)²/σᵢ² = αᵢ²/dᵢ = αᵢ·(αᵢ/dᵢ): no αᵢ² that overflows where the density does not

@@ -18,17 +18,18 @@ _DISPATCH = "pytensor.link.numba.dispatch"
 
 
 def _keep_generated_source() -> None:
-    """Point PyTensor's `generated_src_dir` at `<base_compiledir>/generated_src` unless the user set it.
+    """Point PyTensor's `generated_src_dir` at `<base_compiledir>/generated_src` unless the user set it (to anything).
 
     Left empty, PyTensor writes the source of every function it generates for Numba to a new file in the system's
     temporary directory and never removes it (measured: 12–23 files a NUTS fit of the README's model, ~900 a warm
     test suite). In a named folder the files are named by their content, written once, reused by later processes,
     and pruned by PyTensor when unused for as long as its compile cache keeps a module (24 days and a week).
     The numbers are unchanged: the file only holds the source that PyTensor compiles (Numba's cache is keyed apart).
+    `pytensor-cache clear` does not see this folder (it clears the folder its own flags name): remove it by hand.
     """
     from pytensor import config
 
-    if not config.generated_src_dir:
+    if config._config_var_dict["generated_src_dir"].is_default:  # (one set to "" in PYTENSOR_FLAGS is the user's too)
         config.generated_src_dir = str(config.base_compiledir / "generated_src")
 
 

@@ -27,11 +27,15 @@ def parameter(name: str, doc: str = "") -> property:
     return property(lambda self: self.parameters()[name], doc=doc or f"the parameter {name!r}")
 
 
+def static_shape(v) -> tuple:
+    """A parameter's shape: a number's, or a symbolic one's as far as it is known before any value (None where not)."""
+    return tuple(v.type.shape) if is_symbolic(v) else np.shape(v)
+
+
 def _rank_and_trailing(v) -> tuple[int, tuple]:
     """The rank of a parameter and its shape after the first axis (what a compiled graph depends on)."""
-    if is_symbolic(v):
-        return v.ndim, tuple(v.type.shape[1:])
-    return np.ndim(v), tuple(np.shape(v)[1:])
+    shape = static_shape(v)
+    return len(shape), shape[1:]
 
 
 class Parameterised:

@@ -69,7 +69,12 @@ def potri(U: np.ndarray) -> np.ndarray:
 def inverse_diagonal(L: np.ndarray) -> np.ndarray:
     """[C⁻¹]ᵢᵢ = Σₖ [L⁻¹]ₖᵢ² of C = LLᵀ from its lower Cholesky factor L (what a leave-one-out predictive needs, R&W
     5.12): the triangular inverse by halving, n³/3 flops, half of forming C⁻¹; then each column's sum of squares.
-    Above L's diagonal nothing is read; L is left as it was. L's diagonal must have no zero (the callers check it)."""
+    Above L's diagonal nothing is read; L is left as it was. A ValueError if L is not square or has a zero on its
+    diagonal (a singular factor: trtri's info > 0, which the halving does not report)."""
+    if np.ndim(L) != 2 or L.shape[0] != L.shape[1]:
+        raise ValueError(f"the Cholesky factor must be a square matrix, got shape {np.shape(L)}")
+    if not np.all(np.diagonal(L) != 0.0):
+        raise ValueError("the Cholesky factor is singular (a zero on its diagonal)")
     n, info = L.shape[0], ctypes.c_int(0)
     T = np.ascontiguousarray(np.tril(L), dtype=np.float64)  # a copy of L, zeros above its diagonal
     if n:  # T.T, Fortran-ordered, is U = Lᵀ (C = UᵀU): inverted in place, T holds (U⁻¹)ᵀ = L⁻¹

@@ -179,3 +179,6 @@ def test_the_source_pytensor_generates_for_numba_is_kept_by_content_in_the_compi
     own = tmp_path / "own"
     folder, left_in_tmp = run(f"base_compiledir={compiledir},generated_src_dir={own}")
     assert folder == str(own) and left_in_tmp == [] and sorted(p.name for p in own.iterdir()) == kept
+    # and so is an empty one: PyTensor's own behaviour, a file in the temporary directory for each function
+    folder, left_in_tmp = run(f"base_compiledir={compiledir},generated_src_dir=")
+    assert folder == "" and len(left_in_tmp) >= len(kept)

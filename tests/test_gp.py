@@ -278,5 +278,8 @@ def test_a_pymc_covariance_of_another_size_is_refused_by_name():
     X, t, _ = _data()
     with pm.Model(), pytest.raises(ValueError, match=r"cov is 3x3 but the inputs have 1 column"):
         bk.gp.marginal_likelihood("y", X, t, K.MahalanobisRBF(pt.diag(pm.HalfNormal("d", 1.0, shape=3))), 0.2)
+    for rank, shape in ((0, ()), (1, (3,))):  # a symbolic cov that is no matrix: named (an IndexError or "3x3" before the review)
+        with pm.Model(), pytest.raises(ValueError, match=rf"cov must be a \(d, d\) matrix, got {rank} dimension"):
+            bk.gp.marginal_likelihood("y", X, t, K.MahalanobisRBF(pm.HalfNormal("c", 1.0, shape=shape)), 0.2)
     with pm.Model():  # one of the right size is built
         bk.gp.marginal_likelihood("y", X, t, K.MahalanobisRBF(pt.diag(pm.HalfNormal("d", 1.0, shape=1))), 0.2)

@@ -7,6 +7,7 @@ from pytensor.gradient import disconnected_grad
 
 from bayeskern._fills import filled
 from bayeskern._linalg import LARGEST, TINY
+from bayeskern._parameterised import static_shape
 from bayeskern._validation import check_number, is_symbolic
 from bayeskern.kernels.base import Kernel
 
@@ -122,11 +123,6 @@ def _exact_sqrt(r2):
     return pt.sqrt(pt.switch(positive, pt.minimum(r2, np.float64(1e300)), 1.0)) * positive
 
 
-def _static_shape(value) -> tuple:
-    """A hyperparameter's shape: a number's, or a symbolic one's as far as it is known before sampling (None where not)."""
-    return value.type.shape if is_symbolic(value) else np.shape(value)
-
-
 def _check_lengthscale(lengthscale):
     lengthscale = check_number(lengthscale, "lengthscale", positive=True)
     if not is_symbolic(lengthscale) and np.any(lengthscale < TINY):
@@ -153,7 +149,7 @@ class _PyMCStationary(Kernel):
         super().__init__(lengthscale=lengthscale, **{k: check_number(v, k, positive=True, scalar=True) for k, v in extra.items()})
 
     def _check_input_dim(self, d: int) -> None:
-        entries = _static_shape(self.hyperparameters["lengthscale"])
+        entries = static_shape(self.hyperparameters["lengthscale"])
         if len(entries) == 1 and entries[0] is not None and entries[0] != d:  # (a PyMC vector of a given shape too)
             raise ValueError(f"lengthscale has {entries[0]} ARD entries but the inputs have {d} column(s)")
 
@@ -215,9 +211,11 @@ class MahalanobisRBF(Kernel):
         super().__init__(cov=cov)
 
     def _check_input_dim(self, d: int) -> None:
-        rows = _static_shape(self.hyperparameters["cov"])[0]
-        if rows is not None and rows != d:  # (a PyMC matrix of a given shape too)
-            raise ValueError(f"cov is {rows}x{rows} but the inputs have {d} column(s)")
+        shape = static_shape(self.hyperparameters["cov"])
+        if len(shape) != 2:  # (a symbolic cov: its rank is known before its values)
+            raise ValueError(f"cov must be a (d, d) matrix, got {len(shape)} dimension(s)")
+        if any(side is not None and side != d for side in shape):  # (a PyMC matrix of a given shape too)
+            raise ValueError(f"cov is {'x'.join('?' if side is None else str(side) for side in shape)} but the inputs have {d} column(s)")
 
     def _full(self, X, Xs, p):
         # (x − x′)ᵀ Σ⁻¹ (x − x′) = ‖z − z′‖² with z = L⁻¹(x − c), Σ = L Lᵀ; the common shift c = x₁ is
