@@ -245,7 +245,7 @@ def _mismatched_length_scales():
     vfe = bk.approx.VFE(inducing=X1[::3])
 
     def in_model(ell, approx=None, X=X1):
-        with pm.Model():
+        with pm.Model(coords={"ard": ["a", "b", "c"]}):  # (dims: a length PyMC leaves open until the model's sizes are read)
             bk.gp.marginal_likelihood("y", X, t, K.RBF(ell()), 0.2, approx=approx)
 
     return [
@@ -257,6 +257,8 @@ def _mismatched_length_scales():
         ("a PyMC vector of 3", lambda: in_model(lambda: pm.Gamma("ell", 2.0, 5.0, shape=3)), 3),
         ("a PyMC vector of 3, HSGP", lambda: in_model(lambda: pm.Gamma("ell", 2.0, 5.0, shape=3), bk.approx.HSGP(m=10, c=1.5)), 3),
         ("a PyMC vector of 1 on 2-D", lambda: in_model(lambda: pm.Gamma("ell", 2.0, 5.0, shape=1), X=X2), 1),
+        ("a PyMC vector sized by dims", lambda: in_model(lambda: pm.Gamma("ell", 2.0, 5.0, dims="ard")), 3),
+        ("a PyMC vector sized by data", lambda: in_model(lambda: pm.Gamma("ell", 2.0, 5.0, shape=pm.Data("z", np.zeros(2)).shape)), 2),
     ]
 
 
