@@ -6,7 +6,7 @@ from collections.abc import Callable, Hashable, Iterator
 import numpy as np
 import pytensor.tensor as pt
 
-from bayeskern._compile import compiled
+from bayeskern._compile import compiled, numpy_function
 from bayeskern._validation import is_symbolic
 
 #: graphs on up to this many pairs (n·m points for a kernel, n·M for M features) run in numpy (`_compile.NUMPY`): Numba's compilation
@@ -30,6 +30,21 @@ def parameter(name: str, doc: str = "") -> property:
 def static_shape(v) -> tuple:
     """A parameter's shape: a number's, or a symbolic one's as far as it is known before any value (None where not)."""
     return tuple(v.type.shape) if is_symbolic(v) else np.shape(v)
+
+
+def known_shape(v) -> tuple:
+    """A parameter's shape before any value of it, for the checks of its sizes against the inputs (`_check_input_dim`):
+    its static shape, else — a PyMC variable sized by coords or by data (`dims=`, `pm.Data`), whose static shape is
+    open — its shape read off the model's shared sizes (PyTensor's shape rewrites turn `v.shape` into the size's own
+    graph, so nothing is drawn; ~10 ms in numpy mode). Where that graph cannot be evaluated either, the static shape
+    (None where open): the conditioning checks the numbers."""
+    shape = static_shape(v)
+    if None not in shape:
+        return shape
+    try:
+        return tuple(int(side) for side in numpy_function([], v.shape)())
+    except Exception:  # noqa: BLE001 — a best-effort check before the fit; the exact one comes with the numbers
+        return shape
 
 
 def _rank_and_trailing(v) -> tuple[int, tuple]:

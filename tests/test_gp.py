@@ -285,3 +285,22 @@ def test_a_pymc_covariance_of_another_size_is_refused_by_name():
             bk.gp.marginal_likelihood("y", X, t, K.MahalanobisRBF(pm.HalfNormal("c", 1.0, shape=shape)), 0.2)
     with pm.Model():  # one of the right size is built
         bk.gp.marginal_likelihood("y", X, t, K.MahalanobisRBF(pt.diag(pm.HalfNormal("d", 1.0, shape=1))), 0.2)
+
+
+PER_COLUMN = [
+    ("ProbabilityProduct's variance", lambda: K.ProbabilityProduct(1.0, pm.HalfNormal("v", 1.0, dims="ard")),
+     r"variance has 3 entries but the inputs have 1 column"),
+    ("FeatureKernel's prior_cov", lambda: K.FeatureKernel(bk.features.Polynomial(1), pm.HalfNormal("v", 1.0, dims="ard")),
+     r"prior_cov has 3 rows but phi gives M=2 features"),  # (1, x)
+    ("FeatureKernel's prior_cov, a fixed size", lambda: K.FeatureKernel(bk.features.Polynomial(2), pm.HalfNormal("v", 1.0, shape=4)),
+     r"prior_cov has 4 rows but phi gives M=3 features"),  # (1, x, x²)
+]
+
+
+@pytest.mark.parametrize("what, make, message", PER_COLUMN, ids=[what for what, _, _ in PER_COLUMN])
+def test_other_per_column_parameters_of_pymc_size_are_checked_the_same_way(what, make, message):
+    # the kernels' one check of a parameter's size against the inputs (`_parameterised.known_shape`): before, every kernel
+    # but the stationary ones skipped a symbolic parameter
+    X, t, _ = _data()
+    with pm.Model(coords={"ard": ["a", "b", "c"]}), pytest.raises(ValueError, match=message):
+        bk.gp.marginal_likelihood("y", X, t, make(), 0.2)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytensor.tensor as pt
 
+from bayeskern._parameterised import known_shape
 from bayeskern._validation import check_prior_cov, is_symbolic
 from bayeskern.features import FeatureMap, design_tensor, n_features
 from bayeskern.kernels.base import Kernel
@@ -45,9 +46,9 @@ class FeatureKernel(Kernel):
         return () if self.children else self._callable
 
     def _check_input_dim(self, d: int) -> None:
-        S, M = self.hyperparameters["prior_cov"], n_features(self.phi, d)
-        if M is not None and not is_symbolic(S) and np.ndim(S) > 0 and np.shape(S)[0] != M:
-            raise ValueError(f"prior_cov has {np.shape(S)[0]} rows but phi gives M={M} features")
+        rows, M = known_shape(self.hyperparameters["prior_cov"])[:1], n_features(self.phi, d)
+        if M is not None and rows and rows[0] is not None and rows[0] != M:  # (a PyMC Σ of a given size too)
+            raise ValueError(f"prior_cov has {rows[0]} rows but phi gives M={M} features")
 
     def _build(self, X, Xs, diag, bind):
         def design(A):

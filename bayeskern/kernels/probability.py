@@ -3,6 +3,7 @@
 import numpy as np
 import pytensor.tensor as pt
 
+from bayeskern._parameterised import known_shape
 from bayeskern._validation import check_number, is_symbolic
 from bayeskern.kernels.base import Kernel
 
@@ -33,9 +34,9 @@ class ProbabilityProduct(Kernel):
         super().__init__(rho=rho, variance=variance)
 
     def _check_input_dim(self, d: int) -> None:
-        v = self.hyperparameters["variance"]
-        if not is_symbolic(v) and np.ndim(v) == 1 and len(v) != d:
-            raise ValueError(f"variance has {len(v)} entries but the inputs have {d} column(s)")
+        entries = known_shape(self.hyperparameters["variance"])
+        if len(entries) == 1 and entries[0] is not None and entries[0] != d:  # (a PyMC vector of a given size too)
+            raise ValueError(f"variance has {entries[0]} entries but the inputs have {d} column(s)")
 
     def _log_scale(self, d, p):
         """log Πⱼ (2πσⱼ²)^(−ρ) √(πσⱼ²/ρ)."""
@@ -89,9 +90,9 @@ class Mixture(Kernel):
         super().__init__(means=means, scales=scales, weights=weights)
 
     def _check_input_dim(self, d: int) -> None:
-        m = self.hyperparameters["means"]
-        if not is_symbolic(m) and m.shape[1] != d:
-            raise ValueError(f"means has {m.shape[1]} column(s) but the inputs have {d}")
+        shape = known_shape(self.hyperparameters["means"])
+        if len(shape) == 2 and shape[1] is not None and shape[1] != d:  # (a PyMC matrix of a given size too)
+            raise ValueError(f"means has {shape[1]} column(s) but the inputs have {d}")
 
     def _densities(self, X, p):
         """P[n, i] = p(xₙ|i) = Πⱼ N(xₙⱼ; mᵢⱼ, sᵢⱼ²)."""

@@ -7,7 +7,7 @@ from pytensor.gradient import disconnected_grad
 
 from bayeskern._fills import filled
 from bayeskern._linalg import LARGEST, TINY
-from bayeskern._parameterised import static_shape
+from bayeskern._parameterised import known_shape
 from bayeskern._validation import check_number, is_symbolic
 from bayeskern.kernels.base import Kernel
 
@@ -123,22 +123,6 @@ def _exact_sqrt(r2):
     return pt.sqrt(pt.switch(positive, pt.minimum(r2, np.float64(1e300)), 1.0)) * positive
 
 
-def _known_shape(value) -> tuple:
-    """A hyperparameter's shape before any value of it: its static shape, else — a PyMC variable sized by coords or by
-    data (`dims=`, `pm.Data`), whose static length is open — its shape read off the model's shared sizes (PyTensor's
-    shape rewrites turn `value.shape` into the size's own graph, so nothing is drawn; ~10 ms in numpy mode). Where
-    that graph cannot be evaluated either, the static shape (None where open): the conditioning checks the numbers."""
-    shape = static_shape(value)
-    if None not in shape:
-        return shape
-    from bayeskern._compile import numpy_function  # (here: the kernels' module is imported before the compile layer)
-
-    try:
-        return tuple(int(side) for side in numpy_function([], value.shape)())
-    except Exception:  # noqa: BLE001 — a best-effort check before the fit; the exact one comes with the numbers
-        return shape
-
-
 def _check_lengthscale(lengthscale):
     lengthscale = check_number(lengthscale, "lengthscale", positive=True)
     if not is_symbolic(lengthscale) and np.any(lengthscale < TINY):
@@ -165,7 +149,7 @@ class _PyMCStationary(Kernel):
         super().__init__(lengthscale=lengthscale, **{k: check_number(v, k, positive=True, scalar=True) for k, v in extra.items()})
 
     def _check_input_dim(self, d: int) -> None:
-        entries = _known_shape(self.hyperparameters["lengthscale"])
+        entries = known_shape(self.hyperparameters["lengthscale"])
         if len(entries) == 1 and entries[0] is not None and entries[0] != d:  # (a PyMC vector of a given shape too)
             raise ValueError(f"lengthscale has {entries[0]} ARD entries but the inputs have {d} column(s)")
 
@@ -227,7 +211,7 @@ class MahalanobisRBF(Kernel):
         super().__init__(cov=cov)
 
     def _check_input_dim(self, d: int) -> None:
-        shape = _known_shape(self.hyperparameters["cov"])
+        shape = known_shape(self.hyperparameters["cov"])
         if len(shape) != 2:  # (a symbolic cov: its rank is known before its values)
             raise ValueError(f"cov must be a (d, d) matrix, got {len(shape)} dimension(s)")
         if any(side is not None and side != d for side in shape):  # (a PyMC matrix of a given shape too)
