@@ -300,9 +300,10 @@ REGISTRY: dict[str, Case] = {
                                                  {"features": "features", "X": "X", "y": "y", "alpha": "scale", "beta": "scale", "tol": "scale",
                                                   "maxiter": "int"}),
     "bayeskern.fit.mcmc": Case(bk.fit.mcmc, lambda: {"model": _gp_model(), "draws": 10, "tune": 10, "chains": 1, "seed": 0, "sampler": "pymc",
-                                                     "Xnew": XNEW.copy(), "thin": 1, "target_accept": 0.8},
+                                                     "Xnew": XNEW.copy(), "thin": 1, "target_accept": 0.8,
+                                                     "compute_convergence_checks": False},
                                {"model": "model", "draws": "int", "tune": "int", "chains": "int", "seed": "seed", "sampler": "choice",
-                                "Xnew": "X", "thin": "int", "target_accept": "prob"}, samples=True),
+                                "Xnew": "X", "thin": "int", "target_accept": "prob", "compute_convergence_checks": "flag"}, samples=True),
     "bayeskern.fit.predictive_bands": Case(bk.fit.predictive_bands, lambda: {"predictive": _fake_predictive(), "prob": 0.9},
                                            {"predictive": "object", "prob": "prob"}, use=lambda ds: [v.values for v in ds.data_vars.values()]),
     # checks

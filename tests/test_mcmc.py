@@ -1,6 +1,7 @@
 """MCMC: exact LOO densities, LOO model comparison, reproducible draws, diagnostics, predictive coverage, EB vs MCMC."""
 
 import os
+import warnings
 
 import arviz as az
 import numpy as np
@@ -78,13 +79,13 @@ def test_identical_seeds_give_identical_draws():
     X, y = bk.datasets.sinusoid(15, 0.2, 1)
     first = {}
     for sampler in ("nutpie", "pymc"):
-        runs = [bk.fit.mcmc(_rbf_model(X, y), draws=40, tune=40, chains=2, seed=7, sampler=sampler) for _ in range(2)]
+        runs = [bk.fit.mcmc(_rbf_model(X, y), draws=40, tune=40, chains=2, seed=7, sampler=sampler, compute_convergence_checks=False) for _ in range(2)]
         a, b = (r["posterior"].to_dataset() for r in runs)
         for name in ("amp", "ls", "s"):
             np.testing.assert_array_equal(a[name].values, b[name].values)
         np.testing.assert_array_equal(runs[0]["log_likelihood"]["y"].values, runs[1]["log_likelihood"]["y"].values)
         first[sampler] = a
-    other = bk.fit.mcmc(_rbf_model(X, y), draws=40, tune=40, chains=2, seed=8)  # nutpie, another seed
+    other = bk.fit.mcmc(_rbf_model(X, y), draws=40, tune=40, chains=2, seed=8, compute_convergence_checks=False)  # nutpie, another seed
     assert not np.array_equal(other["posterior"]["ls"].values, first["nutpie"]["ls"].values)
 
 
@@ -104,8 +105,8 @@ def test_loo_compare_prefers_the_kernel_the_data_came_from():
         return m
 
     runs = {
-        "periodic": bk.fit.mcmc(model(lambda ls: K.Periodic(0.25, ls)), draws=300, tune=300, chains=2, seed=3),
-        "rbf": bk.fit.mcmc(model(lambda ls: K.RBF(ls)), draws=300, tune=300, chains=2, seed=3),
+        "periodic": bk.fit.mcmc(model(lambda ls: K.Periodic(0.25, ls)), draws=300, tune=300, chains=2, seed=3, compute_convergence_checks=False),
+        "rbf": bk.fit.mcmc(model(lambda ls: K.RBF(ls)), draws=300, tune=300, chains=2, seed=3, compute_convergence_checks=False),
     }
     table = az.compare(runs)
     assert table.index[0] == "periodic"
@@ -136,6 +137,43 @@ def test_diagnostics_agree_with_arviz_and_name_what_failed(sinusoid_run):
     assert any("E-BFMI below 0.3" in p for p in bad.problems)  # a random walk in energy: very low E-BFMI
 
 
+def _iid_tree(chains: int, draws: int, seed: int = 0) -> xr.DataTree:
+    """Independent N(0, 1) draws of one parameter: bulk and tail ESS ≈ chains × draws, R-hat ≈ 1."""
+    rng = np.random.default_rng(seed)
+    shape = (chains, draws)
+    return xr.DataTree.from_dict({"posterior": xr.Dataset({"theta": (("chain", "draw"), rng.standard_normal(shape))}),
+                                  "sample_stats": xr.Dataset({"diverging": (("chain", "draw"), np.zeros(shape, bool))})})
+
+
+def test_diagnose_asks_100_effective_draws_per_chain():
+    """Vehtari et al. (2021) and PyMC's convergence checks: bulk and tail ESS ≥ 100 per chain. 2 × 150 and 4 × 75
+    independent draws both have a bulk and tail ESS between 200 and 400 (checked below): enough for 2 chains, not for 4."""
+    two, four = _iid_tree(2, 150), _iid_tree(4, 75)
+    for dt in (two, four):
+        assert all(200 < float(az.ess(dt, method=method)["theta"]) < 400 for method in ("bulk", "tail"))
+    assert bk.fit.diagnose(two, warn=False).passed and bk.fit.diagnose(two, warn=False).thresholds["ess_min"] == 200
+    failed = bk.fit.diagnose(four, warn=False)
+    assert failed.thresholds["ess_min"] == 400 and any(p.startswith("bulk ESS of theta is") and p.endswith("< 400") for p in failed.problems)
+    assert not [p for p in bk.fit.diagnose(four, ess_min=200, warn=False).problems if "ESS" in p]  # a number given is used
+    # one chain: R-hat compares chains, so it is said once that it could not, not "R-hat of theta is nan"
+    one = bk.fit.diagnose(_iid_tree(1, 400), warn=False)
+    assert one.problems == ("R-hat needs at least 2 chains, 1 was run: whether the chains agree is unchecked",)
+
+
+def test_mcmc_warns_when_its_diagnostics_fail_and_not_when_they_pass():
+    """As `pm.sample` checks convergence after sampling: 2 × 30 draws fall short of 200 effective draws and are
+    warned of, naming the ESS; `compute_convergence_checks=False` turns the check off; 2 × 300 draws pass it (no false
+    alarm: the sinusoid fixture's run, whose diagnostics pass)."""
+    X, y = bk.datasets.sinusoid(25, 0.2, 0)
+    with pytest.warns(FitWarning, match=r"diagnostics failed: .*bulk ESS of \w+ is \d+ < 200"):
+        bk.fit.mcmc(_rbf_model(X, y), draws=30, tune=30, chains=2, seed=1)
+    for kwargs in ({"draws": 30, "tune": 30, "compute_convergence_checks": False}, {"draws": 300, "tune": 300}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FitWarning)
+            dt = bk.fit.mcmc(_rbf_model(X, y), chains=2, seed=1, **kwargs)
+    assert bk.fit.diagnose(dt, warn=False).passed
+
+
 def test_an_rhat_just_above_the_limit_is_shown_above_it(monkeypatch):
     """R-hat 1.01005 against 1.01 read "R-hat of theta is 1.010 > 1.01" (a review): the digits that put it above are shown."""
     rng = np.random.default_rng(0)
@@ -157,7 +195,8 @@ def test_a_bad_parametrisation_gets_its_divergences_reported():
         ls = pm.HalfCauchy("ls", f64(5.0))
         s = pm.HalfCauchy("s", f64(5.0))
         bk.gp.marginal_likelihood("y", X, y, amp * K.RBF(ls), s)
-    dt = bk.fit.mcmc(model, draws=1000, tune=100, chains=2, seed=5, sampler="pymc", target_accept=0.6)
+    with pytest.warns(FitWarning, match="divergent transitions"):  # the sampler's own check, after sampling
+        dt = bk.fit.mcmc(model, draws=1000, tune=100, chains=2, seed=5, sampler="pymc", target_accept=0.6)
     with pytest.warns(FitWarning, match="divergent transitions"):
         d = bk.fit.diagnose(dt)
     assert d.divergences > 0 and not d.passed
@@ -179,7 +218,7 @@ def test_predictive_bands_cover_the_truth_at_about_the_nominal_rate():
             ls = pm.LogNormal("ls", np.log(0.2), f64(0.5))
             s = pm.LogNormal("s", np.log(0.2), f64(0.5))
             bk.gp.marginal_likelihood("y", X, y, amp * K.RBF(ls), s)
-        dt = bk.fit.mcmc(model, draws=200, tune=200, chains=2, seed=rep, Xnew=Xnew, thin=2)
+        dt = bk.fit.mcmc(model, draws=200, tune=200, chains=2, seed=rep, Xnew=Xnew, thin=2, compute_convergence_checks=False)
         bands = bk.fit.predictive_bands(dt["posterior_predictive"].to_dataset(), prob=0.95)
         covered_f += int(np.sum((bands.f_lower.values <= f[20:]) & (f[20:] <= bands.f_upper.values)))
         covered_y += int(np.sum((bands.y_lower.values <= y_new) & (y_new <= bands.y_upper.values)))
@@ -274,7 +313,7 @@ def test_nutpie_compiles_once_per_model_structure_and_draws_what_pm_sample_draws
     real = _nutpie._compile
     monkeypatch.setattr(_nutpie, "_compile", lambda model, *kept: compiles.append(model) or real(model, *kept))
     models = [_lognormal_rbf_model(0, 20), _lognormal_rbf_model(2, 31), _lognormal_rbf_model(3, 20, 0.3)]
-    ours = [bk.fit.mcmc(model, draws=60, tune=60, chains=2, seed=7) for model in models]
+    ours = [bk.fit.mcmc(model, draws=60, tune=60, chains=2, seed=7, compute_convergence_checks=False) for model in models]
     # the first model compiled; its callbacks reused for other data (31 rows); another prior (a different constant) compiled anew
     assert [next(i for i, m in enumerate(models) if m is c) for c in compiles] == [0, 2]
     model, dt = models[1], ours[1]  # the model that reused another's callbacks, against pm.sample compiling its own
@@ -306,7 +345,7 @@ def test_a_later_process_samples_from_the_graphs_kept_on_disk_with_nothing_built
     def draws(model, folder):
         monkeypatch.setattr(_graph_cache, "_folder", lambda: folder)
         _nutpie._MODELS.clear()  # as in a new process: only the disk holds compiled structures
-        dt = bk.fit.mcmc(model, draws=30, tune=30, chains=2, seed=3)
+        dt = bk.fit.mcmc(model, draws=30, tune=30, chains=2, seed=3, compute_convergence_checks=False)
         return {name: dt["posterior"][name].values for name in ("amp", "ls", "s")}
 
     first, other, another_prior = _lognormal_rbf_model(0, 20), _lognormal_rbf_model(2, 31), _lognormal_rbf_model(3, 20, 0.3)
@@ -323,7 +362,7 @@ def test_a_later_process_samples_from_the_graphs_kept_on_disk_with_nothing_built
     renamed = _lognormal_rbf_model(0, 20, amp_name="a")
     monkeypatch.setattr(_graph_cache, "_folder", lambda: tmp_path / "kept")
     _nutpie._MODELS.clear()
-    assert set(bk.fit.mcmc(renamed, draws=10, tune=10, chains=1, seed=3)["posterior"].data_vars) == {"a", "ls", "s"}
+    assert set(bk.fit.mcmc(renamed, draws=10, tune=10, chains=1, seed=3, compute_convergence_checks=False)["posterior"].data_vars) == {"a", "ls", "s"}
     assert built[-1] is renamed and len(built) == 4
     for content in (pickle.dumps({"n_dim": 3}), b"cut short"):  # read but not what a compile keeps; not read at all
         for file in (tmp_path / "kept").glob("*.pkl"):
@@ -403,7 +442,7 @@ def test_chains_one_after_the_other_draw_what_parallel_chains_draw(monkeypatch):
     runs = []
     for threshold in (0, 10**9):  # parallel, then one after the other
         monkeypatch.setattr(_nutpie, "SEQUENTIAL_CHAINS_MAX_N", threshold)
-        runs.append(bk.fit.mcmc(model, draws=30, tune=30, chains=2, seed=5)["posterior"].to_dataset())
+        runs.append(bk.fit.mcmc(model, draws=30, tune=30, chains=2, seed=5, compute_convergence_checks=False)["posterior"].to_dataset())
     for name in ("amp", "ls", "s"):
         np.testing.assert_array_equal(runs[0][name].values, runs[1][name].values)
 
@@ -420,7 +459,7 @@ def test_nutpie_models_whose_shapes_follow_the_data_are_compiled_each_time(monke
         model = _lognormal_rbf_model(0, n)
         with model:
             pm.Deterministic("scaled_x", model["amp"] * pm.Data("x", np.linspace(0, 1, n)))
-        runs.append(bk.fit.mcmc(model, draws=30, tune=30, chains=1, seed=1))
+        runs.append(bk.fit.mcmc(model, draws=30, tune=30, chains=1, seed=1, compute_convergence_checks=False))
     assert len(compiles) == 2
     assert [dt["posterior"]["scaled_x"].shape[-1] for dt in runs] == [20, 31]
 

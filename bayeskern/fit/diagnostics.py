@@ -14,7 +14,7 @@ from bayeskern.fit.warning import FitWarning
 __all__ = ["Diagnostics", "check_chains_moved", "diagnose"]
 
 RHAT_MAX = 1.01  # Vehtari et al. (2021)
-ESS_MIN = 400  # per parameter, bulk and tail (Vehtari et al. 2021: 100 per chain for 4 chains)
+ESS_PER_CHAIN_MIN = 100  # bulk and tail ESS per parameter ≥ 100 × chains (Vehtari et al. 2021; PyMC's convergence checks)
 EBFMI_MIN = 0.3  # Betancourt (2016): below this the momentum resampling explores energy poorly
 
 
@@ -58,12 +58,15 @@ def _stat(stats: xr.Dataset, *names):
     return None
 
 
-def diagnose(dt: xr.DataTree, rhat_max: float = RHAT_MAX, ess_min: float = ESS_MIN, ebfmi_min: float = EBFMI_MIN, warn: bool = True) -> Diagnostics:
-    """Diagnose an MCMC DataTree (from `bayeskern.fit.mcmc` or `pm.sample`); warn (FitWarning) naming failures."""
+def diagnose(dt: xr.DataTree, rhat_max: float = RHAT_MAX, ess_min: float | None = None, ebfmi_min: float = EBFMI_MIN, warn: bool = True) -> Diagnostics:
+    """Diagnose an MCMC DataTree (from `bayeskern.fit.mcmc` or `pm.sample`); warn (FitWarning) naming failures.
+
+    `ess_min`: the smallest bulk and tail ESS accepted; None: 100 per chain (400 for 4 chains, Vehtari et al. 2021)."""
     if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children or "sample_stats" not in dt.children:
         raise ValueError(f"dt must be an MCMC DataTree with posterior and sample_stats groups, got {type(dt).__name__}")
     rhat_max = float(check_number(rhat_max, "rhat_max", positive=True, scalar=True))
-    ess_min = float(check_number(ess_min, "ess_min", nonnegative=True, scalar=True))
+    if ess_min is not None:
+        ess_min = float(check_number(ess_min, "ess_min", nonnegative=True, scalar=True))
     ebfmi_min = float(check_number(ebfmi_min, "ebfmi_min", nonnegative=True, scalar=True))
     warn = check_flag(warn, "warn")
     rhat = az.rhat(dt)
@@ -81,10 +84,12 @@ def diagnose(dt: xr.DataTree, rhat_max: float = RHAT_MAX, ess_min: float = ESS_M
     max_depth_hits = int(depth_hit.sum()) if depth_hit is not None else 0
     ebfmi = np.atleast_1d(np.asarray(as_ds(az.bfmi(dt)).to_array().values, dtype=float)).ravel() if "energy" in stats else np.array([])
 
-    problems = []
+    chains = dt["posterior"].sizes["chain"]
+    ess_min = float(ESS_PER_CHAIN_MIN * chains) if ess_min is None else ess_min
+    problems = [] if chains > 1 else [f"R-hat needs at least 2 chains, {chains} was run: whether the chains agree is unchecked"]
     for name in rhat.data_vars:
         worst_rhat = float(np.max(rhat[name].values))
-        if not worst_rhat <= rhat_max:
+        if chains > 1 and not worst_rhat <= rhat_max:
             digits = next((k for k in range(3, 10) if round(worst_rhat, k) > rhat_max), 10)  # 1.01005 > 1.01, not "1.010 > 1.01"
             problems.append(f"R-hat of {name} is {worst_rhat:.{digits}f} > {rhat_max}")
         for kind, src in (("bulk", ess_bulk), ("tail", ess_tail)):

@@ -10,7 +10,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from bayeskern._compile import exact_arithmetic, untraced
-from bayeskern._validation import as_inputs, check_integer, check_model, check_probability, int_seed, same_columns
+from bayeskern._validation import as_inputs, check_flag, check_integer, check_model, check_probability, int_seed, same_columns
 from bayeskern.fit import _nutpie
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit.predictive import draw_quantities
@@ -32,6 +32,7 @@ def mcmc(
     Xnew=None,
     thin: int = 1,
     progressbar: bool = False,
+    compute_convergence_checks: bool = True,
     **sample_kwargs,
 ) -> xr.DataTree:
     """Sample the hyperparameters of a marginal Gaussian model with NUTS and return an ArviZ DataTree.
@@ -52,6 +53,10 @@ def mcmc(
     LOO-PIT. With `Xnew` (m, d): `f` and `y_new` (chain, draw_thinned, xnew), samples of f(Xnew) and of
     new observations (f plus noise) at every `thin`-th draw, with each draw's exact `f_mean` and
     `f_var`; `bayeskern.fit.predictive_bands` summarises them.
+
+    `compute_convergence_checks` (as in `pm.sample`): run `bayeskern.fit.diagnose` on the draws and warn
+    (FitWarning) naming what failed: R-hat > 1.01, a bulk or tail ESS below 100 per chain, divergences, the maximum
+    tree depth hit, or a low E-BFMI.
     """
     model, seed = check_model(model), int_seed(seed)
     model = pm.modelcontext(model)
@@ -60,6 +65,7 @@ def mcmc(
     tune = check_integer(tune, "tune", 0)
     chains = check_integer(chains, "chains", 1)
     thin = check_integer(thin, "thin", 1)
+    compute_convergence_checks = check_flag(compute_convergence_checks, "compute_convergence_checks")
     clash = sorted({"random_seed", "model", "nuts_sampler", "draws", "tune", "chains"} & set(sample_kwargs))
     if clash:
         raise ValueError(f"pass {', '.join(clash)} as mcmc's own arguments (seed, model, sampler …), not as pm.sample keywords")
@@ -102,6 +108,12 @@ def mcmc(
             FitWarning,
             stacklevel=2,
         )
+    if compute_convergence_checks:
+        from bayeskern.fit.diagnostics import diagnose  # ArviZ, imported where a chain is summarised
+
+        verdict = diagnose(dt, warn=False)
+        if not verdict.passed:
+            warnings.warn(str(verdict), FitWarning, stacklevel=2)
     return dt
 
 
