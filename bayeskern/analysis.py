@@ -166,12 +166,12 @@ def _sample(result: Analysis, obs_name: str, Xgrid, say: Callable, progressbar: 
     settings, chosen = result.spec.mcmc, result.chosen
     say(f"MCMC ({settings.sampler}): {settings.chains} chains × {settings.tune} tuning + {settings.draws} draws …")
     started = time.perf_counter()
-    dt = mcmc(chosen.model, seed=result.seed, Xnew=Xgrid, progressbar=progressbar, **settings.as_kwargs())
+    dt = mcmc(chosen.model, seed=result.seed, Xnew=Xgrid, progressbar=progressbar, compute_convergence_checks=False, **settings.as_kwargs())
     result.seconds["mcmc"] = time.perf_counter() - started
     say(f"  done in {result.seconds['mcmc']:.1f} s{_mcmc_parts(dt, result.seconds['mcmc'])}")
     result.idata = dt
     check_chains_moved(dt)  # a chain stuck at one point: nothing to diagnose or report (ArviZ's LOO would fail on it)
-    result.diagnostics = diagnose(dt, warn=False)
+    result.diagnostics = diagnose(dt)  # the check `mcmc` makes, made once: its FitWarning names what failed
     result.loo = az.loo(dt, pointwise=True)
     result.loo_pit = np.asarray(az.loo_pit(dt)[obs_name].values)  # PSIS-weighted P(ỹᵢ ≤ tᵢ | t₋ᵢ)
     if Xgrid is not None:
