@@ -201,3 +201,26 @@ def test_the_psd_check_by_cholesky_agrees_with_the_eigenvalues():
             else:
                 with pytest.raises(ValueError, match="A is not positive semi-definite"):
                     check(A, "A")
+
+
+def test_a_small_fit_gives_the_same_numbers_whatever_blas_threads_the_caller_has():
+    """Every evaluation of a small problem's fit runs on one BLAS thread, the first (the check of the initial point,
+    remembered by the objective) and the Laplace approximation's among them: a caller on two threads (this process) and
+    one on one (a Dask worker) get the same optimum and Laplace sd to the bit. The first evaluation, once made outside
+    that rule, moved this Matérn-5/2 fit's optimum by ~1e-9 relative (a user trial: `[cv] refit = false`, `--workers 2`)."""
+    import pymc as pm
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    X, t = bk.datasets.sinusoid(40, 0.2, 1)
+
+    def fit(threads: int):
+        with threadpool_limits(limits=threads, user_api="blas"):  # (the suite gives each xdist worker one BLAS thread)
+            if threads > 1 and max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas") < 2:
+                pytest.skip("no BLAS pool runs on two threads here")
+            with pm.Model() as model:
+                eta, ell, noise = pm.HalfNormal("eta", 2.0), pm.HalfNormal("ell", 1.0), pm.HalfNormal("noise", 0.5)
+                bk.gp.marginal_likelihood("y", X, t, eta * K.Matern52(ell), noise)
+            eb = bk.fit.empirical_bayes(model, restarts=3, seed=3)
+            return eb.params, eb.log_marginal_likelihood, eb.laplace.sd
+
+    assert fit(2) == fit(1)  # float for float, exactly

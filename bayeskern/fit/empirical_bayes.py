@@ -557,20 +557,21 @@ def _bound(objective: _Objective, z: np.ndarray, edge: np.ndarray) -> dict:
     return {name: v for name, v in values.items() if any(e and o == name for e, o in zip(edge, owners, strict=True))}
 
 
-def _laplace(objective: _Objective, z: np.ndarray, names: list[str], at_edge: np.ndarray) -> Laplace:
+def _laplace(objective: _Objective, z: np.ndarray, names: list[str], at_edge: np.ndarray, rows: int) -> Laplace:
     """Hessian by central differences of the exact gradient; sd on the natural scale by the delta method.
 
     Coordinates at the edge of their support are left out (their sd is NaN): the Hessian is inverted
-    on the others.
+    on the others. The gradients on the fit's BLAS threads (`rows`: the fit's problem size), whenever this is asked for.
     """
     counted = objective.n_evaluations
     p = len(z)
     H = np.empty((p, p))
-    for j in range(p):
-        h = 1e-5 * max(1.0, abs(z[j]))
-        e = np.zeros(p)
-        e[j] = h
-        H[:, j] = (objective(z + e)[1] - objective(z - e)[1]) / (2 * h)
+    with blas_for_size(rows):
+        for j in range(p):
+            h = 1e-5 * max(1.0, abs(z[j]))
+            e = np.zeros(p)
+            e[j] = h
+            H[:, j] = (objective(z + e)[1] - objective(z - e)[1]) / (2 * h)
     H = 0.5 * (H + H.T)
     inner = ~at_edge
     block = -H[np.ix_(inner, inner)]
@@ -613,14 +614,16 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
     with untraced():  # bayeskern's own graphs (objective, starts, conditioned model): no creation stack recorded
         objective = _Objective(model, obs, include_prior)
         plug_in = PlugIn(model, record)
-        _check_initial_point(objective)
-        compile_seconds = time.perf_counter() - started
         # the objective's large temporaries kept from one evaluation to the next, let go at the end; a small problem's BLAS
-        # on one thread (`bayeskern._blas`: as fast, and not slowed 10× by cores busy with other work)
+        # on one thread (`bayeskern._blas`: as fast, and not slowed 10× by cores busy with other work) for every evaluation
+        # of the fit, the first (remembered by the objective) among them: the same numbers whatever threads the caller has
         with reused_arrays(), blas_for_size(record.size()):
+            _check_initial_point(objective)
+            compile_seconds = time.perf_counter() - started
             runs = _optimise(model, objective, restarts, seed, maxiter)
             runs, plug_in = _refine(obs, objective, plug_in, runs, maxiter)
-        result = _result(objective, plug_in, runs, include_prior, time_started=started, compile_seconds=compile_seconds)
+            result = _result(objective, plug_in, runs, include_prior, time_started=started, compile_seconds=compile_seconds,
+                             rows=record.size())
     objective.forget()  # the result keeps the objective for its Laplace approximation, not the values of its data
     _warn(result)
     return result
@@ -689,7 +692,7 @@ def _conditioned_at(plug_in: PlugIn, params: dict):
         return plug_in.condition(params)
 
 
-def _result(objective: _Objective, plug_in: PlugIn, runs: list, include_prior: bool, *, time_started, compile_seconds):
+def _result(objective: _Objective, plug_in: PlugIn, runs: list, include_prior: bool, *, time_started, compile_seconds, rows: int):
     """The result at the best run: edges, convergence, optima, and the model conditioned there."""
     owners = objective.coordinate_owner()
     edges = {id(res): _at_edge(objective, res.x)[0] for res in runs}
@@ -715,7 +718,7 @@ def _result(objective: _Objective, plug_in: PlugIn, runs: list, include_prior: b
         n_evaluations=objective.n_evaluations, jitter=conditioned.jitter, optima=optima,
         seconds=time.perf_counter() - time_started, compile_seconds=compile_seconds, plug_in=plug_in,
         conditioned=conditioned, bound=_bound(objective, best.x, edge),
-        laplace_at=lambda: _laplace(objective, best.x, owners, edge),
+        laplace_at=lambda: _laplace(objective, best.x, owners, edge, rows),
     )
 
 
