@@ -450,6 +450,40 @@ def test_conditioning_on_a_basis_short_of_pymcs_rule_warns_where_the_error_is_la
     assert not short.passed and short.mean_error > 0.1
 
 
+def test_a_column_without_spread_takes_a_given_L_checked_by_pymcs_rule_in_its_limit():
+    """One point, or a constant column: the box cannot be a multiple of the data's range (0), so L must be given; the
+    basis is then built (the resolution check raised PyMC's "x_range boundaries are out of order" on it) and checked by
+    the rule's limit S → 0, L ≥ a₁ℓ (3.2ℓ for the RBF). A short L is named; one that holds is silent and matches the
+    exact GP (log p within 1e-6 nats; measured 7.6e-9 and 7e-15)."""
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.uniform(0, 1, 200), np.full(200, 0.5)]
+    t = np.sin(6 * X[:, 0]) + 0.1 * rng.standard_normal(200)
+    k = bk.kernels.RBF([0.3, 1.0])
+    with pytest.raises(ValueError, match="range is 0 in some column\\); give L"):
+        bk.gp.condition(k, X, t, sigma=0.1, approx=bk.approx.HSGP(m=20, c=1.5))
+    short = r"length scale 1 of RBF in column 1 .* data half-range 0\): PyMC's rule asks for L ≥ 3.2; condition with a larger L"
+    with pytest.warns(bk.approx.hsgp.ShortBasisWarning, match=short):
+        bk.gp.condition(k, X, t, sigma=0.1, approx=bk.approx.HSGP(m=(40, 20), L=[1.5, 1.0]))
+    one_point = dict(X=X[:1, :1], y=t[:1], sigma=0.2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        wide = bk.gp.condition(k, X, t, sigma=0.1, approx=bk.approx.HSGP(m=(40, 20), L=[1.5, 5.0]))
+        alone = bk.gp.condition(bk.kernels.RBF(0.5), **one_point, approx=bk.approx.HSGP(m=20, L=2.0))
+    assert abs(wide.log_marginal_likelihood - bk.gp.condition(k, X, t, sigma=0.1).log_marginal_likelihood) < 1e-6
+    assert abs(alone.log_marginal_likelihood - bk.gp.condition(bk.kernels.RBF(0.5), **one_point).log_marginal_likelihood) < 1e-6
+
+
+def test_the_basis_an_automatic_hsgp_chose_is_named_in_plain_numbers():
+    """The report names the basis a fit chose as `HSGP(m=…, L=…)`: floats, not `np.float64(8.99…)` (a user trial)."""
+    from bayeskern.likelihood import find_likelihood
+
+    X, t = bk.datasets.sinusoid(n=25, noise=0.2, seed=0)
+    with pm.Model() as model:
+        bk.gp.marginal_likelihood("y", X, t, bk.kernels.RBF(0.3), 0.2, approx=bk.approx.HSGP())
+    chosen = find_likelihood(model)[1].approximation_as_fitted(bk.approx.HSGP())
+    assert chosen.m is not None and all(type(v) is float for v in chosen.L) and "np." not in repr(chosen)
+
+
 def test_an_automatic_basis_converges_for_huge_targets_without_a_false_warning():
     """Targets ×1e150: |log p| ~ 1e290, whose round-off alone moves it by far more than 0.05 nats between bases; the
     basis stops growing once log p moves by less than 1e-12 of itself (BASIS_LML_ROUNDOFF), below m = M_MAX, without the

@@ -223,10 +223,14 @@ def _resolution(node: Kernel, basis: HilbertBasis, S: np.ndarray, fitted: bool) 
     ell = np.broadcast_to(np.asarray(node.hyperparameters["lengthscale"], dtype=np.float64), L.shape)
     messages = []
     for k in range(len(L)):
-        needed_m, c_rule = _pymc_rule(S[k], ell[k], ell[k], _RULES[type(node)], L[k] / S[k])
-        needed_L = c_rule * S[k]
+        # a column without spread (one point, a constant column; L given): the rule's limit S → 0, L ≥ a₁ℓ and m ≥ a₂L/ℓ,
+        # which any half-range below a₁ℓ/1.2 gives (a₁ ≥ 3.2)
+        s = S[k] if S[k] > 0 else 1e-3 * ell[k]
+        needed_m, c_rule = _pymc_rule(s, ell[k], ell[k], _RULES[type(node)], L[k] / s)
+        needed_L = c_rule * s
         short = [(f"m ≥ {needed_m}", "m")] if m[k] < needed_m else []
-        short += [(f"L ≥ {needed_L:.3g}", "c")] if L[k] < needed_L * (1 - 1e-9) else []
+        # (1e-8: `_pymc_rule` widens ℓ's range by 1e-9, and L = c_rule·S exactly would fall short of its own rule)
+        short += [(f"L ≥ {needed_L:.3g}", "c" if S[k] > 0 else "L")] if L[k] < needed_L * (1 - 1e-8) else []
         if short:
             messages.append(
                 f"HSGP: the {'fitted ' if fitted else ''}length scale {ell[k]:.3g} of {type(node).__name__} in column {k} is not "
@@ -530,7 +534,7 @@ class HSGPLikelihood(KernelLikelihood):
     def approximation_as_fitted(self, given):
         if not self.approx.automatic:
             return given
-        return HSGP(m=self.basis.m, L=tuple(self.basis.parameters()["L"]))  # the centre follows from the same data
+        return HSGP(m=self.basis.m, L=tuple(float(v) for v in self.basis.parameters()["L"]))  # the centre follows from the same data
 
     def gram_kernel(self) -> Kernel:
         return FeatureKernel(self.basis, self.variances())  # k̃(x, x′) = φ(x)ᵀVφ(x′), the approximate kernel
