@@ -63,6 +63,11 @@ class Likelihood(ABC):
         `conditioned`: the model conditioned there, when the caller holds it already."""
         return []
 
+    def sampling_warnings(self) -> list[str]:
+        """What sampling the hyperparameters through this record's approximation, as the model holds it, would find
+        wrong with it (none for an exact model)."""
+        return []
+
     def refined(self, numeric: "Likelihood") -> "Likelihood | None":
         """A copy of this model record with the approximation its own rule chooses at the hyperparameters of `numeric`
         (a fit's optimum), to be installed (`install`); None (the default) when the choice stays."""

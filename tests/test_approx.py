@@ -301,9 +301,31 @@ def test_automatic_m_reads_a_random_length_scale_from_its_prior_and_is_capped():
         basis = bk.approx.HSGP().basis(bk.kernels.RBF(ell), X1[:, None])
     low = np.exp(np.log(0.5) - 2.326 * 0.1)  # the 1 % quantile of the prior
     assert basis.m[0] == pytest.approx(1.75 * basis.parameters()["L"][0] / low, abs=2)
-    with pm.Model(), pytest.warns(RuntimeWarning, match="would need m ="):
-        capped = bk.approx.HSGP().basis(bk.kernels.RBF(pm.HalfNormal("ell", 1.0)), X1[:, None])
+    with pm.Model(), pytest.warns(RuntimeWarning, match="would need m ="):  # c given: the basis stays as it is built
+        capped = bk.approx.HSGP(c=2.0).basis(bk.kernels.RBF(pm.HalfNormal("ell", 1.0)), X1[:, None])
     assert capped.m == (M_MAX[1],)
+
+
+def test_a_basis_capped_below_the_priors_length_scales_is_said_where_it_is_sampled_not_where_it_is_built():
+    """`HSGP()` on a length-scale prior whose 1 % quantile needs more than M_MAX functions: the model's basis is capped.
+    Empirical Bayes re-chooses the basis at its optimum, so building the model says nothing (a user trial: the warning
+    was noise for every EB fit, at a line inside the package); `bk.fit.mcmc`, which samples through it, says it is capped."""
+    from bayeskern.likelihood import find_likelihood
+
+    X, t = bk.datasets.sinusoid(n=25, noise=0.2, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pm.Model() as model:
+            ell = pm.HalfNormal("ell", 2.0)
+            bk.gp.marginal_likelihood("y", X, t, pm.HalfNormal("eta", 2.0) * bk.kernels.RBF(ell), pm.HalfNormal("s", 0.5),
+                                      approx=bk.approx.HSGP())
+    record = find_likelihood(model)[1]
+    assert record.basis.m == (M_MAX[1],)
+    [said] = record.sampling_warnings()
+    assert said.startswith("HSGP: the smallest length scale") and f"using m = {M_MAX[1]}" in said
+    with pytest.warns(bk.fit.FitWarning, match="HSGP: the smallest length scale .* would need m =") as caught:
+        bk.fit.mcmc(model, draws=10, tune=10, chains=1, seed=0, compute_convergence_checks=False)
+    assert any(w.filename == __file__ for w in caught if "would need m" in str(w.message))
 
 
 @pytest.mark.parametrize(

@@ -196,6 +196,11 @@ def _stationary_parts(kernel: Kernel) -> list:
     return [node for node in kernel.walk() if type(node) in _RULES]
 
 
+def _prior_length_scales(kernel: Kernel) -> bool:
+    """Whether some stationary part's length scale is a random variable (its range read off its prior's quantiles)."""
+    return any(is_symbolic(node.hyperparameters["lengthscale"]) for node in _stationary_parts(kernel))
+
+
 def _lengthscale_range(kernel: Kernel) -> tuple[float, float, str]:
     """(ℓmin, ℓmax, rule) over the stationary parts: numbers as given, random variables by their prior's quantiles."""
     low, high, rules = [], [], []
@@ -290,7 +295,11 @@ class HSGP:
             raise ValueError("HSGP needs inputs that vary in every column (X's range is 0 in some column); give L")
         m, c = _check_m(self.m, d), self.c
         if "basis" in groups and (m is None or (c is None and self.L is None)):
-            m, c = _automatic(kernel, S, m, c, d)
+            m, c, capped = _automatic(kernel, S, m, c, d)
+            # a basis from the length scales' prior, which an empirical-Bayes fit re-chooses at its optimum, is only used
+            # as it is by a sampler: `bayeskern.fit.mcmc` says it is capped (`sampling_warnings`), not the model
+            if capped and not (self.automatic and _prior_length_scales(kernel)):
+                warnings.warn(capped, RuntimeWarning, skip_file_prefixes=(PACKAGE_DIR,))
         L = np.broadcast_to(np.asarray(self.L, dtype=np.float64), (d,)) if self.L is not None else (c or C_MIN) * S
         if self.L is not None and np.any(L <= S):  # as c ≤ 1: a box that cuts the data off (log p was 950 nats off)
             k = int(np.argmax(L <= S))
@@ -351,24 +360,22 @@ def _pymc_rule(s: float, low: float, high: float, rule: str, c: float | None = N
     return int(np.ceil(m_rule * (c_rule if c is None else c) / c_rule)), c_rule
 
 
-def _automatic(kernel: Kernel, S: np.ndarray, m, c, d: int) -> tuple[tuple, float]:
-    """PyMC's rule for (m, c) from the half-range S and the length scales, m capped at M_MAX[d]."""
+def _automatic(kernel: Kernel, S: np.ndarray, m, c, d: int) -> tuple[tuple, float, str | None]:
+    """PyMC's rule for (m, c) from the half-range S and the length scales, m capped at M_MAX[d]; and, where m was left
+    out and the rule asks for more than M_MAX[d], the message that says so (else None)."""
     low, high, rule = _lengthscale_range(kernel)
     s = float(np.max(S))
     needed, c_rule = _pymc_rule(s, low, high, rule, c)
     c = c if c is not None else c_rule
+    capped = None
     if m is None:
         if needed > M_MAX[d]:
-            warnings.warn(
-                f"HSGP: the smallest length scale {low:.3g} would need m = {needed} basis functions per column "
-                f"(PyMC's rule, half-range {s:.3g}, c = {c:.3g}); using m = {M_MAX[d]}, which resolves length "
-                f"scales down to ≈ {low * needed / M_MAX[d]:.3g}. Give m explicitly, or a length-scale prior that "
-                "excludes what the data cannot resolve",
-                RuntimeWarning,
-                stacklevel=4,
-            )
+            capped = (f"HSGP: the smallest length scale {low:.3g} would need m = {needed} basis functions per column "
+                      f"(PyMC's rule, half-range {s:.3g}, c = {c:.3g}); using m = {M_MAX[d]}, which resolves length "
+                      f"scales down to ≈ {low * needed / M_MAX[d]:.3g}. Give m explicitly, or a length-scale prior that "
+                      "excludes what the data cannot resolve")
         m = (min(max(needed, 1), M_MAX[d]),) * d
-    return m, c
+    return m, c, capped
 
 
 def _lml(record: "HSGPLikelihood", basis: HilbertBasis) -> tuple[float, "HSGPLikelihood"]:
@@ -500,6 +507,13 @@ class HSGPLikelihood(KernelLikelihood):
 
     def fit_warnings(self, conditioned=None) -> list[str]:
         return self.resolution_messages(fitted=True) + self.convergence_messages(conditioned)
+
+    def sampling_warnings(self) -> list[str]:
+        """An automatic basis chosen from the length scales' prior and capped at M_MAX: a sampler uses it as it is."""
+        if not (self.approx.automatic and _prior_length_scales(self.kernel)):
+            return []
+        capped = _automatic(self.kernel, (self.X.max(axis=0) - self.X.min(axis=0)) / 2.0, None, None, self.X.shape[1])[2]
+        return [capped] if capped else []
 
     def convergence_messages(self, conditioned=None) -> list[str]:
         """For a basis given by the caller, at numeric hyperparameters: `_converged`'s test (which an automatic basis passes

@@ -80,6 +80,8 @@ def mcmc(
         warnings.warn("nutpie is not installed: sampling with PyMC's NUTS instead", FitWarning, stacklevel=2)
         sampler = "pymc"
     seed = int(np.random.default_rng().integers(2**31)) if seed is None else check_integer(seed, "seed", 0)
+    for message in record.sampling_warnings():  # (an automatic HSGP basis capped below what the prior's length scales need)
+        warnings.warn(message, FitWarning, stacklevel=2)
 
     # nutpie runs the chains as threads of this process; letting each LAPACK call spawn its own BLAS
     # threads as well oversubscribes the cores (measured: sampling 3 × slower on 2 cores). The
