@@ -326,6 +326,8 @@ def test_a_basis_capped_below_the_priors_length_scales_is_said_where_it_is_sampl
     with pytest.warns(bk.fit.FitWarning, match="HSGP: the smallest length scale .* would need m =") as caught:
         bk.fit.mcmc(model, draws=10, tune=10, chains=1, seed=0, compute_convergence_checks=False)
     assert any(w.filename == __file__ for w in caught if "would need m" in str(w.message))
+    bk.fit.empirical_bayes(model, restarts=1, seed=0)  # the basis re-chosen at the optimum, below the cap: nothing to say
+    assert find_likelihood(model)[1].basis.m < (M_MAX[1],) and find_likelihood(model)[1].sampling_warnings() == []
 
 
 @pytest.mark.parametrize(
@@ -493,6 +495,8 @@ def test_a_column_without_spread_takes_a_given_L_checked_by_pymcs_rule_in_its_li
         alone = bk.gp.condition(bk.kernels.RBF(0.5), **one_point, approx=bk.approx.HSGP(m=20, L=2.0))
     assert abs(wide.log_marginal_likelihood - bk.gp.condition(k, X, t, sigma=0.1).log_marginal_likelihood) < 1e-6
     assert abs(alone.log_marginal_likelihood - bk.gp.condition(bk.kernels.RBF(0.5), **one_point).log_marginal_likelihood) < 1e-6
+    # m left to the rule in the box L: its limit m = ⌈a₂L/ℓ⌉, a₂ = 1.75 for the RBF (PyMC's `approx_hsgp_hyperparams`)
+    assert bk.approx.HSGP(L=2.0).basis(bk.kernels.RBF(0.5), X[:1, :1]).m == (int(np.ceil(1.75 * 2.0 / 0.5)),)
 
 
 def test_the_basis_an_automatic_hsgp_chose_is_named_in_plain_numbers():

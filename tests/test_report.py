@@ -82,7 +82,7 @@ def test_every_file_is_written_and_well_formed(small):
     assert set(summary["empirical_bayes"]) >= {"params", "log_marginal_likelihood", "converged", "grad_norm", "laplace_sd", "at_bound"}
     assert set(summary["mcmc"]) >= {"diagnostics", "verdict", "loo", "posterior_mean"}
     assert set(summary["mcmc"]["diagnostics"]) >= {"passed", "problems", "divergences", "ebfmi", "table"}
-    # 2 × 60 draws fall short of 100 effective draws per chain: the verdict is warned of, once
+    # 2 × 60 draws fall short of 100 effective draws per chain: the verdict is warned of (each distinct warning once)
     failed = [w for w in summary["warnings"] if w.startswith("FitWarning: diagnostics failed: ")]
     assert summary["mcmc"]["diagnostics"]["passed"] is False and len(failed) == 1 and "ESS" in failed[0]
     assert summary["checks"]["psd"]["is_psd"] is True and "eigenvalues" in summary["checks"]["psd"]

@@ -295,7 +295,7 @@ class HSGP:
             raise ValueError("HSGP needs inputs that vary in every column (X's range is 0 in some column); give L")
         m, c = _check_m(self.m, d), self.c
         if "basis" in groups and (m is None or (c is None and self.L is None)):
-            m, c, capped = _automatic(kernel, S, m, c, d)
+            m, c, capped = _automatic(kernel, S, m, c, d, self.L)
             # a basis from the length scales' prior, which an empirical-Bayes fit re-chooses at its optimum, is only used
             # as it is by a sampler: `bayeskern.fit.mcmc` says it is capped (`sampling_warnings`), not the model
             if capped and not (self.automatic and _prior_length_scales(kernel)):
@@ -360,11 +360,13 @@ def _pymc_rule(s: float, low: float, high: float, rule: str, c: float | None = N
     return int(np.ceil(m_rule * (c_rule if c is None else c) / c_rule)), c_rule
 
 
-def _automatic(kernel: Kernel, S: np.ndarray, m, c, d: int) -> tuple[tuple, float, str | None]:
+def _automatic(kernel: Kernel, S: np.ndarray, m, c, d: int, L=None) -> tuple[tuple, float, str | None]:
     """PyMC's rule for (m, c) from the half-range S and the length scales, m capped at M_MAX[d]; and, where m was left
-    out and the rule asks for more than M_MAX[d], the message that says so (else None)."""
+    out and the rule asks for more than M_MAX[d], the message that says so (else None). `L`: the box, when given."""
     low, high, rule = _lengthscale_range(kernel)
     s = float(np.max(S))
+    if s <= 0 and L is not None:  # no column with spread (one point): the rule's limit S → 0 in the box L, m ≥ a₂L/ℓ
+        s, c = 1e-3 * low, float(np.max(L)) / (1e-3 * low)  # (as `_resolution`: any s ≤ a₁ℓ/1.2 gives the limit)
     needed, c_rule = _pymc_rule(s, low, high, rule, c)
     c = c if c is not None else c_rule
     capped = None
@@ -509,10 +511,12 @@ class HSGPLikelihood(KernelLikelihood):
         return self.resolution_messages(fitted=True) + self.convergence_messages(conditioned)
 
     def sampling_warnings(self) -> list[str]:
-        """An automatic basis chosen from the length scales' prior and capped at M_MAX: a sampler uses it as it is."""
-        if not (self.approx.automatic and _prior_length_scales(self.kernel)):
+        """An automatic basis chosen from the length scales' prior and capped at M_MAX: a sampler uses it as it is (not
+        one an empirical-Bayes fit re-chose at its optimum below the cap, which the model then holds)."""
+        d = self.X.shape[1]
+        if not (self.approx.automatic and _prior_length_scales(self.kernel)) or self.basis.m != (M_MAX[d],) * d:
             return []
-        capped = _automatic(self.kernel, (self.X.max(axis=0) - self.X.min(axis=0)) / 2.0, None, None, self.X.shape[1])[2]
+        capped = _automatic(self.kernel, (self.X.max(axis=0) - self.X.min(axis=0)) / 2.0, None, None, d)[2]
         return [capped] if capped else []
 
     def convergence_messages(self, conditioned=None) -> list[str]:

@@ -24,9 +24,9 @@ class Diagnostics:
 
     `table`: per parameter (and element) `rhat`, `ess_bulk`, `ess_tail` (an xarray Dataset).
     `divergences`: post-warm-up divergent transitions; `max_depth_hits`: transitions that hit the
-    maximum tree depth; `ebfmi`: E-BFMI per chain. `passed`: R-hat ≤ rhat_max, ESS ≥ ess_min for every
-    parameter, no divergences, E-BFMI ≥ ebfmi_min on every chain. `problems`: one sentence per
-    failure, naming what failed.
+    maximum tree depth; `ebfmi`: E-BFMI per chain. `passed`: at least 2 chains, R-hat ≤ rhat_max and ESS ≥ ess_min
+    for every parameter, no divergences, no transition at the maximum tree depth, E-BFMI ≥ ebfmi_min on every chain.
+    `problems`: one sentence per failure, naming what failed.
     """
 
     table: xr.Dataset
@@ -69,9 +69,10 @@ def diagnose(dt: xr.DataTree, rhat_max: float = RHAT_MAX, ess_min: float | None 
         ess_min = float(check_number(ess_min, "ess_min", nonnegative=True, scalar=True))
     ebfmi_min = float(check_number(ebfmi_min, "ebfmi_min", nonnegative=True, scalar=True))
     warn = check_flag(warn, "warn")
-    rhat = az.rhat(dt)
-    ess_bulk = az.ess(dt, method="bulk")
-    ess_tail = az.ess(dt, method="tail")
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # too few draws: NaN statistics, named below as problems
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rhat, ess_bulk, ess_tail = az.rhat(dt), az.ess(dt, method="bulk"), az.ess(dt, method="tail")
+        ebfmi = az.bfmi(dt) if "energy" in dt["sample_stats"].to_dataset() else None
     as_ds = lambda v: v.to_dataset() if isinstance(v, xr.DataTree) else v  # noqa: E731
     rhat, ess_bulk, ess_tail = as_ds(rhat), as_ds(ess_bulk), as_ds(ess_tail)
     table = xr.Dataset(
@@ -82,7 +83,7 @@ def diagnose(dt: xr.DataTree, rhat_max: float = RHAT_MAX, ess_min: float | None 
     divergences = int(diverging.sum()) if diverging is not None else 0
     depth_hit = _stat(stats, "reached_max_treedepth", "maxdepth_reached")
     max_depth_hits = int(depth_hit.sum()) if depth_hit is not None else 0
-    ebfmi = np.atleast_1d(np.asarray(as_ds(az.bfmi(dt)).to_array().values, dtype=float)).ravel() if "energy" in stats else np.array([])
+    ebfmi = np.atleast_1d(np.asarray(as_ds(ebfmi).to_array().values, dtype=float)).ravel() if ebfmi is not None else np.array([])
 
     chains = dt["posterior"].sizes["chain"]
     ess_min = float(ESS_PER_CHAIN_MIN * chains) if ess_min is None else ess_min

@@ -111,12 +111,20 @@ def mcmc(
             stacklevel=2,
         )
     if compute_convergence_checks:
-        from bayeskern.fit.diagnostics import diagnose  # ArviZ, imported where a chain is summarised
-
-        verdict = diagnose(dt, warn=False)
-        if not verdict.passed:
-            warnings.warn(str(verdict), FitWarning, stacklevel=2)
+        _check_convergence(model, dt)
     return dt
+
+
+def _check_convergence(model, dt: xr.DataTree) -> None:
+    """`diagnose` on the hyperparameters sampled, not a Deterministic of them (a constant one has no R-hat), as PyMC
+    checks its free RVs; a FitWarning at `mcmc`'s caller naming what failed."""
+    from bayeskern.fit.diagnostics import diagnose  # ArviZ, imported where a chain is summarised
+
+    sampled = [rv.name for rv in model.free_RVs if rv.name in dt["posterior"].to_dataset()]
+    groups = {"posterior": dt["posterior"].to_dataset()[sampled], "sample_stats": dt["sample_stats"].to_dataset()}
+    verdict = diagnose(xr.DataTree.from_dict(groups), warn=False)
+    if not verdict.passed:
+        warnings.warn(str(verdict), FitWarning, stacklevel=3)
 
 
 def _observed_dim(dt: xr.DataTree, name: str) -> str:
