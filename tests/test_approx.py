@@ -499,6 +499,20 @@ def test_a_column_without_spread_takes_a_given_L_checked_by_pymcs_rule_in_its_li
     assert bk.approx.HSGP(L=2.0).basis(bk.kernels.RBF(0.5), X[:1, :1]).m == (int(np.ceil(1.75 * 2.0 / 0.5)),)
 
 
+def test_m_left_to_the_rule_is_sized_for_the_box_given():
+    """`HSGP(L=3)` on [0, 1] with ℓ = 0.1: PyMC's rule gives m_rule functions for its own box c_rule·S, and m ∝ the box
+    at a fixed ℓ, so the box given asks for m_rule·L/(c_rule·S). m was m_rule (10), which the package's own resolution
+    check then called short of the 50 it asks for (a ShortBasisWarning about the package's own choice, log p 8.3 nats off)."""
+    from pymc.gp.hsgp_approx import approx_hsgp_hyperparams
+
+    X = np.linspace(0.0, 1.0, 40)[:, None]
+    m_rule, c_rule = approx_hsgp_hyperparams([-0.5, 0.5], [0.1, 0.1 * (1 + 1e-9)], "expquad")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = bk.gp.condition(bk.kernels.RBF(0.1), X, np.sin(6 * X[:, 0]), sigma=0.1, approx=bk.approx.HSGP(L=3.0))
+    assert g.features.m == (int(np.ceil(m_rule * 3.0 / (c_rule * 0.5))),) == (50,)
+
+
 def test_the_basis_an_automatic_hsgp_chose_is_named_in_plain_numbers():
     """The report names the basis a fit chose as `HSGP(m=…, L=…)`: floats, not `np.float64(8.99…)` (a user trial)."""
     from bayeskern.likelihood import find_likelihood

@@ -228,11 +228,7 @@ def _resolution(node: Kernel, basis: HilbertBasis, S: np.ndarray, fitted: bool) 
     ell = np.broadcast_to(np.asarray(node.hyperparameters["lengthscale"], dtype=np.float64), L.shape)
     messages = []
     for k in range(len(L)):
-        # a column without spread (one point, a constant column; L given): the rule's limit S → 0, L ≥ a₁ℓ and m ≥ a₂L/ℓ,
-        # which any half-range below a₁ℓ/1.2 gives (a₁ ≥ 3.2)
-        s = S[k] if S[k] > 0 else 1e-3 * ell[k]
-        needed_m, c_rule = _pymc_rule(s, ell[k], ell[k], _RULES[type(node)], L[k] / s)
-        needed_L = c_rule * s
+        needed_m, needed_L = _pymc_rule(S[k], ell[k], ell[k], _RULES[type(node)], L[k])  # (S = 0: the rule's limit)
         short = [(f"m ≥ {needed_m}", "m")] if m[k] < needed_m else []
         # (1e-8: `_pymc_rule` widens ℓ's range by 1e-9, and L = c_rule·S exactly would fall short of its own rule)
         short += [(f"L ≥ {needed_L:.3g}", "c" if S[k] > 0 else "L")] if L[k] < needed_L * (1 - 1e-8) else []
@@ -263,7 +259,7 @@ class HSGP:
     as a multiple of the data's half-range S (L = c·S around the data's midpoint), c > 1. `L`: the half-width
     itself (instead of c). Left out, m and c follow PyMC's `approx_hsgp_hyperparams` rules from S and the
     length scales (a random variable's by its prior's 1 %–99 % quantiles): c = max(a₁ℓmax/S, 1.2),
-    m = a₂c·S/ℓmin, m capped at `M_MAX`. 1–3 input columns.
+    m = a₂c·S/ℓmin (a₂L/ℓmin in a box L given), m capped at `M_MAX`. 1–3 input columns.
     """
 
     m: object = None
@@ -353,29 +349,33 @@ class HSGP:
         return _converged(record) if self.automatic and not any(is_symbolic(v) for v in record.hyperparameters()) else record
 
 
-def _pymc_rule(s: float, low: float, high: float, rule: str, c: float | None = None) -> tuple[int, float]:
-    """(m, c_rule) by PyMC's `approx_hsgp_hyperparams` for half-range s and length scales in [low, high]: c_rule =
-    max(a₁·high/s, 1.2), and m the functions it asks for at the box c (c_rule if None) — m ∝ c at a fixed ℓmin."""
+def _pymc_rule(s: float, low: float, high: float, rule: str, box: float | None = None) -> tuple[int, float]:
+    """(m, L_rule) by PyMC's `approx_hsgp_hyperparams` for half-range s and length scales in [low, high]: the box
+    L_rule = c_rule·s, c_rule = max(a₁·high/s, 1.2), and m the functions it asks for in the box of half-width `box`
+    (L_rule if None) — m ∝ the box at a fixed ℓmin. At s = 0 (one point, a constant column) the rule's limit,
+    L_rule = a₁·high and m = a₂·box/low, which any half-range below a₁·high/1.2 gives (a₁ ≥ 3.2)."""
+    s = s if s > 0 else 1e-3 * low
     m_rule, c_rule = approx_hsgp_hyperparams([-s, s], [low, max(high, low * (1 + 1e-9))], rule)
-    return int(np.ceil(m_rule * (c_rule if c is None else c) / c_rule)), c_rule
+    L_rule = c_rule * s
+    return int(np.ceil(m_rule * (1.0 if box is None else box / L_rule))), L_rule  # (the ratio first: huge s, box)
 
 
 def _automatic(kernel: Kernel, S: np.ndarray, m, c, d: int, L=None) -> tuple[tuple, float, str | None]:
-    """PyMC's rule for (m, c) from the half-range S and the length scales, m capped at M_MAX[d]; and, where m was left
-    out and the rule asks for more than M_MAX[d], the message that says so (else None). `L`: the box, when given."""
+    """PyMC's rule for (m, c) from the half-range S and the length scales, m for the box given (c or L) or the rule's,
+    capped at M_MAX[d]; and, where m was left out and the rule asks for more than M_MAX[d], the message that says so
+    (else None)."""
     low, high, rule = _lengthscale_range(kernel)
     s = float(np.max(S))
-    if s <= 0 and L is not None:  # no column with spread (one point): the rule's limit S → 0 in the box L, m ≥ a₂L/ℓ
-        s, c = 1e-3 * low, float(np.max(L)) / (1e-3 * low)  # (as `_resolution`: any s ≤ a₁ℓ/1.2 gives the limit)
-    needed, c_rule = _pymc_rule(s, low, high, rule, c)
-    c = c if c is not None else c_rule
+    box = float(np.max(L)) if L is not None else None if c is None else c * s
+    needed, L_rule = _pymc_rule(s, low, high, rule, box)
+    c = c if c is not None else L_rule / s if s > 0 else None  # (no spread: L is given, c unused)
     capped = None
     if m is None:
         if needed > M_MAX[d]:
             capped = (f"HSGP: the smallest length scale {low:.3g} would need m = {needed} basis functions per column "
-                      f"(PyMC's rule, half-range {s:.3g}, c = {c:.3g}); using m = {M_MAX[d]}, which resolves length "
-                      f"scales down to ≈ {low * needed / M_MAX[d]:.3g}. Give m explicitly, or a length-scale prior that "
-                      "excludes what the data cannot resolve")
+                      f"(PyMC's rule, half-range {s:.3g}, box half-width {box or L_rule:.3g}); using m = {M_MAX[d]}, which "
+                      f"resolves length scales down to ≈ {low * needed / M_MAX[d]:.3g}. Give m explicitly, or a length-scale "
+                      "prior that excludes what the data cannot resolve")
         m = (min(max(needed, 1), M_MAX[d]),) * d
     return m, c, capped
 
