@@ -158,6 +158,20 @@ class BLRLikelihood(Likelihood):
     def size(self) -> int:
         return max(len(self.y), self.rows.M)  # n × n or M × M, and Φ (n × M) in between
 
+    def start_from_data(self) -> dict:
+        """Σ = α⁻¹ and σ = β^(-1/2) (those of them that are symbolic; σ given as a number holds β) at the evidence's best
+        fixed point from data-scaled starts (`bayeskern.fit.evidence.best_fixed_point`, PRML 3.92 and 3.95); {} for a
+        Σ that is a number, a vector or a matrix."""
+        from bayeskern.fit.evidence import best_fixed_point  # fit stands above blr
+
+        if not is_symbolic(self.prior_cov) or pt.as_tensor_variable(self.prior_cov).ndim != 0:
+            return {}
+        found = best_fixed_point(self.rows, self.y, None if is_symbolic(self.sigma) else float(self.sigma) ** -2)
+        if found is None:
+            return {}
+        alpha, beta = found
+        return {self.prior_cov: 1.0 / alpha} | ({self.sigma: beta**-0.5} if is_symbolic(self.sigma) else {})
+
     def on_rows(self, rows: np.ndarray) -> "BLRLikelihood":
         held = None if self.rows.Phi is None else self.rows.Phi[rows]
         return replace(self, X=self.X[rows], y=self.y[rows], rows=DesignRows(self.features, self.X[rows], self.y[rows], held))

@@ -68,6 +68,11 @@ class Likelihood(ABC):
         wrong with it (none for an exact model)."""
         return []
 
+    def start_from_data(self) -> dict:
+        """{symbolic hyperparameter: natural value} where the data alone suggest a value for some of them, for a fitter's
+        start; {} (the default) where they do not."""
+        return {}
+
     def refined(self, numeric: "Likelihood") -> "Likelihood | None":
         """A copy of this model record with the approximation its own rule chooses at the hyperparameters of `numeric`
         (a fit's optimum), to be installed (`install`); None (the default) when the choice stays."""

@@ -125,18 +125,24 @@ def _blr_model(X, y, features, initval=None):
 
 def test_evidence_fixed_point_equals_the_general_optimum():
     """The evidence of this cubic has two maxima (ln p = −21.78 at α ≈ 0.0024, −25.76 at α ≈ 1.8): the fixed point from its
-    starts keeps the better and lists both; EB from the priors' draws (α ~ HalfNormal(10)) reaches the other, one of them,
-    and EB started in the better one's basin reaches it."""
+    starts keeps the better and lists both; EB from the model's initial point alone reaches the other, EB started in the
+    better one's basin reaches it, and EB with a second start, which it puts at the evidence's data-scaled fixed point,
+    reaches it too and lists both (before, the second start was a draw from the priors, α ~ HalfNormal(10), and both
+    starts ended at the lower maximum)."""
     X, y = bk.datasets.sinusoid(25, 0.3, 2)
     phi = F.Polynomial(3)
     with pytest.warns(FitWarning, match="2 distinct fixed points"):
         fixed = evidence_approximation(phi, X, y)
     assert fixed.converged and [o.converged for o in fixed.optima] == [True, True]
     assert fixed.log_evidence == fixed.optima[0].log_marginal_likelihood > fixed.optima[1].log_marginal_likelihood + 1.0
-    from_priors = empirical_bayes(_blr_model(X, y, phi), restarts=2, seed=1)
+    from_initial_point = empirical_bayes(_blr_model(X, y, phi), restarts=1, seed=1)
     near_best = empirical_bayes(_blr_model(X, y, phi, initval=(1e-2, 5.0)), restarts=1, seed=1)
+    with pytest.warns(FitWarning, match="2 distinct optima"):
+        two_starts = empirical_bayes(_blr_model(X, y, phi), restarts=2, seed=1)
+    np.testing.assert_allclose([o.log_marginal_likelihood for o in two_starts.optima],
+                               [o.log_marginal_likelihood for o in fixed.optima], atol=1e-8)
     # each optimum reached two ways; the optimiser stops at |∇| ~ 1e-7, the fixed point at 1e-10
-    for general, optimum in ((from_priors, fixed.optima[1]), (near_best, fixed.optima[0])):
+    for general, optimum in ((from_initial_point, fixed.optima[1]), (near_best, fixed.optima[0]), (two_starts, fixed.optima[0])):
         assert general.converged
         np.testing.assert_allclose(general.params["alpha"], optimum.params["alpha"], rtol=1e-4)
         np.testing.assert_allclose(general.params["beta"], optimum.params["beta"], rtol=1e-4)
@@ -150,6 +156,71 @@ def test_evidence_fixed_point_equals_the_general_optimum():
     m = fixed.weights_mean
     np.testing.assert_allclose(fixed.alpha, fixed.gamma / (m @ m), rtol=1e-8)
     np.testing.assert_allclose(1 / fixed.beta, np.sum((y - Phi @ m) ** 2) / (len(y) - fixed.gamma), rtol=1e-8)
+
+
+def _blr_lml(Phi, t, log_a, log_s):
+    """ln N(t | 0, a ΦΦᵀ + s²I), written from the formula in numpy: a = α⁻¹ the prior variance of the weights, s = σ."""
+    C = np.exp(log_a) * Phi @ Phi.T + np.exp(2 * log_s) * np.eye(len(t))
+    try:
+        L = np.linalg.cholesky(C)
+    except np.linalg.LinAlgError:  # far out on the grid
+        return -np.inf
+    z = np.linalg.solve(L, t)
+    return -0.5 * z @ z - np.sum(np.log(np.diag(L))) - 0.5 * len(t) * np.log(2 * np.pi)
+
+
+def _blr_reference_optimum(Phi, t, log_s=None):
+    """(ln p, log a, log s) maximising `_blr_lml` (over log a alone with log_s given): the best of a grid over 10 decades
+    of a and 3 of s, polished by Nelder–Mead to 1e-10 in the logs."""
+    if log_s is not None:
+        grid = [(a, log_s) for a in np.linspace(-10, 14, 97)]
+        f = lambda v: -_blr_lml(Phi, t, v[0], log_s)  # noqa: E731
+    else:
+        grid = [(a, s) for a in np.linspace(-10, 14, 97) for s in np.linspace(-5, 2, 29)]
+        f = lambda v: -_blr_lml(Phi, t, *v)  # noqa: E731
+    start = max(grid, key=lambda v: _blr_lml(Phi, t, *v))
+    res = scipy.optimize.minimize(f, start[: 1 if log_s is not None else 2], method="Nelder-Mead",
+                                  options={"xatol": 1e-10, "fatol": 1e-13, "maxiter": 4000})
+    return -res.fun, res.x[0], (log_s if log_s is not None else res.x[1])
+
+
+def test_a_blr_fit_finds_the_evidence_maximum_in_its_priors_tail():
+    """PRML's sinusoid with a cubic: the evidence's maximum lies at α⁻¹ ≈ 446, 45 prior sd out under HalfNormal(10), and
+    one 6.2 nats lower at α⁻¹ ≈ 0.55 (`_blr_reference_optimum` over a numpy grid finds the former). Empirical Bayes from
+    3 starts reaches it: its second start is the evidence's data-scaled fixed point. Before, the model's initial point
+    and two prior draws all ended at the lower maximum, reported as "converged", the cubic's evidence then ranked below
+    the straight line's (−25.67). Tolerance 1e-6 nats: both maximisers stop within 1e-8 of the stationary point."""
+    X, t = bk.datasets.sinusoid(25, 0.25, 4)
+    Phi = ref.poly_features_1d(X[:, 0], 3)
+    best, log_a, log_s = _blr_reference_optimum(Phi, t)
+    assert best > _blr_lml(Phi, t, np.log(0.55), np.log(0.6)) + 5.0  # the two maxima of the premise
+    with pm.Model() as model:
+        prior_cov, noise = pm.HalfNormal("prior_cov", 10.0), pm.HalfNormal("noise", 1.0)
+        bk.blr.likelihood("t", X, t, F.Polynomial(3), prior_cov=prior_cov, sigma=noise, collapsed=True)
+    with pytest.warns(FitWarning, match="2 distinct optima"):
+        fit = empirical_bayes(model, restarts=3, seed=0)
+    assert fit.converged
+    np.testing.assert_allclose(fit.log_marginal_likelihood, best, atol=1e-6)
+    np.testing.assert_allclose(np.log([fit.params["prior_cov"], fit.params["noise"]]), [log_a, log_s], atol=1e-3)
+
+
+@pytest.mark.parametrize("sigma", [None, 0.2])
+def test_the_blr_start_from_the_data_is_the_evidence_maximum(sigma):
+    """`start_from_data` of a BLR record: Σ = α⁻¹ and σ at the evidence's best fixed point, against the numpy maximum
+    (σ given as a number: Σ alone, at that σ). The fixed point stops at a relative change of 1e-6 (`START_TOL`): 1e-4
+    relative in Σ and σ is its accuracy with room (the evidence is flat to second order there)."""
+    X, t = bk.datasets.sinusoid(25, 0.25, 4)
+    Phi = ref.poly_features_1d(X[:, 0], 3)
+    _, log_a, log_s = _blr_reference_optimum(Phi, t, None if sigma is None else np.log(sigma))
+    with pm.Model() as model:
+        prior_cov = pm.HalfNormal("prior_cov", 10.0)
+        noise = pm.HalfNormal("noise", 1.0) if sigma is None else sigma
+        bk.blr.likelihood("t", X, t, F.Polynomial(3), prior_cov=prior_cov, sigma=noise, collapsed=True)
+    start = bk.likelihood.find_likelihood(model)[1].start_from_data()
+    assert set(start) == ({prior_cov} if sigma is not None else {prior_cov, noise})
+    np.testing.assert_allclose(start[prior_cov], np.exp(log_a), rtol=1e-4)
+    if sigma is None:
+        np.testing.assert_allclose(start[noise], np.exp(log_s), rtol=1e-4)
 
 
 def test_laplace_sd_is_the_curvature_of_the_reference_lml():

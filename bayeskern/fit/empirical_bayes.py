@@ -22,6 +22,7 @@ from bayeskern._reused_arrays import reused_arrays
 from bayeskern._gaussian_logp import GaussianLogp
 from bayeskern._json import jsonable
 from bayeskern._validation import check_flag, check_integer, check_model, check_seed
+from bayeskern.fit._data_start import data_start
 from bayeskern.fit._initial_point import point_draws
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit.warning import FitWarning
@@ -300,8 +301,12 @@ class _Objective:
 
 
 def _starts(model, objective: _Objective, restarts: int, seed) -> list[np.ndarray]:
-    """The model's initial point (its initvals), then draws from the priors, else jitter, with a finite objective."""
+    """The model's initial point (its initvals), then where the data put some hyperparameters (`data_start`), then draws
+    from the priors, else jitter, each with a finite objective."""
     starts = [objective.flat(objective.point)]
+    from_data = data_start(objective, find_likelihood(model)[1], Z_LIMIT) if restarts > 1 else None
+    if from_data is not None and np.isfinite(objective(from_data)[0]):
+        starts.append(from_data)
     rng = np.random.default_rng(seed)
     prior = point_draws(model, "prior") if restarts > 1 else None
 
@@ -310,7 +315,7 @@ def _starts(model, objective: _Objective, restarts: int, seed) -> list[np.ndarra
         with numpy_mode():  # a few draws each
             return make_initial_point_fn(model=model, jitter_rvs=set(model.free_RVs), return_transformed=True)
 
-    for _ in range(restarts - 1):
+    for _ in range(restarts - len(starts)):
         for attempt in range(20):
             make = prior if attempt < 10 else jittered()
             z = np.clip(objective.flat(make(rng.integers(2**31))), -Z_LIMIT, Z_LIMIT)
@@ -600,8 +605,10 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
     Gaussian from `bayeskern.gp.marginal_likelihood` or `bayeskern.blr.likelihood(collapsed=True)`;
     its free random variables are the hyperparameters, and their priors fix only their supports
     unless `include_prior`. The optimiser is L-BFGS-B in PyMC's unconstrained space with the exact
-    gradient, from `restarts` starts: the model's initial point (honouring `initval`), then draws
-    from the priors (`seed`). Warns (FitWarning) when not converged, at a bound, or when restarts
+    gradient, from `restarts` starts: the model's initial point (honouring `initval`); then, for a Bayesian linear
+    regression whose prior variance Σ = α⁻¹ is one hyperparameter, α and β = σ⁻² at the evidence's best fixed point
+    from data-scaled starts (`evidence_approximation`'s; its maxima can lie far apart, far in the priors' tails); then
+    draws from the priors (`seed`). Warns (FitWarning) when not converged, at a bound, or when restarts
     find different optima.
     """
     started = time.perf_counter()

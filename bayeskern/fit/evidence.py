@@ -54,6 +54,8 @@ class EvidenceResult:
 #: noise taking nearly all of t) and one at −11.36 (α = 0.0023, β = 28); the start α = β = 1 reaches the lower one
 START_NOISE_FRACTIONS = (1.0, 1e-2, 1e-4)
 START_SHRINKAGES = (1e-6, 1e-3, 1.0)
+#: `best_fixed_point`'s iteration, a fitter's start (the fitter converges from there): a looser stop than the result's
+START_TOL, START_MAXITER = 1e-6, 1000
 #: past the best fixed point the evidence (α re-estimated) is probed at β·10^(k/2) up to this many decades: a fixed point can be a local
 #: maximum below a supremum at β → ∞, where the features fit t exactly (noise-free targets, fewer points than features:
 #: N = 10, M = 13 monomials on sin 6x has a fixed point at ln p = 0.077, β = 5.1e4, and ln p = 2.41 at β = 1e7), which no
@@ -94,9 +96,10 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
         raise ValueError(f"tol must be below 1 (a relative change of alpha and beta per step), got {tol:g}")
     maxiter = check_integer(maxiter, "maxiter", 1)
     Phi = design_matrix(features, X, "features")
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # (features too large for float64: the ValueError below, not numpy's warning)
         check_finite_result(t @ t, "‖y‖², the squared norm of the targets y")  # β ~ N/‖y‖² must be representable
-        problem = _Problem.of(Phi, t, tol, maxiter)
+        rows = blr.DesignRows(features, X, t, Phi)
+        problem = _Problem.of(rows, t, tol, maxiter)
 
     runs, first_edge = [], None
     for start in [(alpha, beta), *_starts(t, problem.s2, problem.M)]:
@@ -106,7 +109,6 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
             first_edge = first_edge or edge
     if not runs:
         raise first_edge  # the caller's start's own reason, if it ran off too
-    rows = blr.DesignRows(features, X, t, Phi)
     fitted = _ranked([(blr._condition_on(features, X, t, run.beta**-0.5, 1.0 / run.alpha, rows), run) for run in runs])
     with np.errstate(all="ignore"):  # far out along β, 0/0 and overflow end an iteration (_RanOff), not the caller's warnings
         fitted, rising = _continued_past(problem, lambda a, b: _quiet_fit(features, X, t, a, b, rows), fitted)
@@ -119,9 +121,32 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     return EvidenceResult(alpha, beta, gamma, best.log_marginal_likelihood, best.weights_mean, iterations, converged, tuple(optima))
 
 
+def best_fixed_point(rows, t: np.ndarray, beta: float | None = None) -> tuple[float, float] | None:
+    """(α, β) of the highest evidence among the fixed points reached from the data-scaled starts (`_starts`), β held at
+    `beta` when given; None when every start ran off to an edge. A fitter's start (`BLRLikelihood.start_from_data`): the
+    evidence of a BLR can have maxima far apart, and a fit started from its priors' draws reaches the one nearest them.
+    `rows`: the `bayeskern.blr.DesignRows` of Φ and t."""
+    with np.errstate(all="ignore"):  # a start far out ends as _RanOff or unconverged, not as the caller's warnings
+        try:
+            problem = _Problem.of(rows, t, START_TOL, START_MAXITER)
+        except ValueError:  # ΦᵀΦ beyond float64: no start (the fit itself says what is wrong)
+            return None
+        ends = []
+        for alpha, b in _starts(t, problem.s2, problem.M, beta):
+            try:
+                run = _fixed_point(problem, alpha, b, beta_fixed=beta is not None)
+            except _RanOff:
+                continue
+            if run.converged:
+                ends.append((_log_evidence(problem, run.alpha, run.beta), run.alpha, run.beta))
+    ends = [end for end in ends if np.isfinite(end[0])]
+    return max(ends)[1:] if ends else None
+
+
 class _Problem(NamedTuple):
-    """The data of the iteration, from the thin SVD Φ = U diag(s) Wᵀ (ΦᵀΦ's non-zero eigenvalues are s², accurate where
-    ΦᵀΦ's own eigendecomposition loses them to round-off: cond ΦᵀΦ = cond(Φ)²), and its stop."""
+    """The data of the iteration, from the thin SVD R = U_R diag(s) Wᵀ of the R factor of [Φ | t] (Φ = QR, so
+    U = QU_R: ΦᵀΦ's non-zero eigenvalues are s², accurate where ΦᵀΦ's own eigendecomposition loses them to round-off:
+    cond ΦᵀΦ = cond(Φ)²), and its stop."""
 
     s2: np.ndarray  # sᵢ², the r = min(N, M) eigenvalues of ΦᵀΦ that Φ's rows can make non-zero; the other M − r are 0
     u: np.ndarray  # Uᵀt
@@ -133,11 +158,14 @@ class _Problem(NamedTuple):
     maxiter: int
 
     @classmethod
-    def of(cls, Phi: np.ndarray, t: np.ndarray, tol: float, maxiter: int) -> "_Problem":
-        U, sv, _ = np.linalg.svd(Phi, full_matrices=False)
+    def of(cls, rows, t: np.ndarray, tol: float, maxiter: int) -> "_Problem":
+        """From `rows.r_factor` (R, c = Qᵀt, ρ² = ‖t − QQᵀt‖²; `bayeskern.blr.DesignRows`) of t's design rows."""
+        R, c, rho2 = rows.r_factor
+        U, sv, _ = np.linalg.svd(R, full_matrices=False)
         s2 = check_finite_result(sv**2, "ΦᵀΦ of the features of X (its eigenvalues)")
-        u = U.T @ t
-        return cls(s2, u, float(np.sum((t - U @ u) ** 2)), len(t), Phi.shape[1], float(np.max(np.abs(t))), tol, maxiter)
+        u = U.T @ c  # Uᵀt = U_RᵀQᵀt
+        outside = rho2 + float(np.sum((c - U @ u) ** 2))  # ‖t − UUᵀt‖² = ρ² + ‖c − U_R U_Rᵀc‖²
+        return cls(s2, u, outside, len(t), R.shape[1], float(np.max(np.abs(t))), tol, maxiter)
 
 
 def _ranked(fitted: list) -> list:
@@ -202,11 +230,13 @@ def _rising_past(problem: _Problem, lml: float, alpha: float, beta: float) -> tu
     return None
 
 
-def _starts(t: np.ndarray, s2: np.ndarray, M: int) -> list[tuple[float, float]]:
-    """(α, β) starts scaled to the data: β = 1/(f·var t), α = s·β·mean eig ΦᵀΦ (Σsᵢ²/M)."""
+def _starts(t: np.ndarray, s2: np.ndarray, M: int, beta: float | None = None) -> list[tuple[float, float]]:
+    """(α, β) starts scaled to the data: β = 1/(f·var t) (or the `beta` given), α = s·β·mean eig ΦᵀΦ (Σsᵢ²/M)."""
     var_t, mean_eig = float(np.var(t)), float(np.sum(s2)) / M
     if not (var_t > 0 and mean_eig > 0 and np.isfinite(var_t) and np.isfinite(mean_eig)):
         return []
+    if beta is not None:
+        return [(s * mean_eig * beta, beta) for s in START_SHRINKAGES]
     return [(s * mean_eig / (f * var_t), 1.0 / (f * var_t)) for f in START_NOISE_FRACTIONS for s in START_SHRINKAGES]
 
 
