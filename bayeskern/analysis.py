@@ -16,7 +16,6 @@ from bayeskern.fit import empirical_bayes, mcmc, predictive_bands
 from bayeskern.checks.approximation import AUDIT_POINTS, subsample_rows
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit.warning import FitWarning
-from bayeskern.kernels import FeatureKernel
 from bayeskern.likelihood import find_likelihood
 from bayeskern.spec import FEATURES, Spec, parse_expression
 from bayeskern.spec.expressions import parse_approx
@@ -263,16 +262,16 @@ def _prior_draws(model, plug_in: PlugIn, point: dict, Xgrid, n_functions: int, s
 def _kernel_trick(spec: Spec, data: Data, numeric, Xgrid):
     """The audit: BLR with features φ and prior Σ against the GP, on the data and the grid.
 
-    For a GP model the GP side is the model's own kernel at the fitted point, so the audit asks whether
-    that kernel is φᵀΣφ for the spec's φ and Σ; for a BLR model it is k = φᵀΣφ of the model's (or the
-    spec's) features.
+    The GP side is always the model's own kernel at the fitted point (for a BLR model k = φᵀΣ̂φ of its own features),
+    so the audit asks whether that kernel is φᵀΣφ for the spec's φ and Σ — by default, for a BLR model, its own φ and
+    Σ̂: the kernel trick itself. (The spec's φ against its own φᵀΣφ would pass whatever the model.)
     """
     options = spec.checks.kernel_trick
     own = numeric.weight_space()  # (φ, Σ) of a BLR model; None for a GP
     phi = parse_expression(options.features, FEATURES) if options.features is not None else own[0]
     prior_cov = options.prior_cov if options.prior_cov is not None else own[1] if own is not None and options.features is None else 1.0
     sigma = options.sigma if options.sigma is not None else numeric.sigma
-    kernel = numeric.gram_kernel() if own is None else FeatureKernel(phi, prior_cov)
+    kernel = numeric.gram_kernel()
     Xnew = data.X if Xgrid is None else Xgrid
     res = checks.kernel_trick(phi, prior_cov, data.X, data.y, sigma, Xnew=Xnew, kernel=kernel)
     weight = blr.condition(phi, data.X, data.y, sigma, prior_cov).predict(Xnew)

@@ -77,6 +77,25 @@ def test_fewer_points_than_features_give_the_weight_space_posterior(kind):
     np.testing.assert_allclose(draws.var(axis=0), np.diag(cov), rtol=5 * np.sqrt(2 / 4000))  # a variance's sd: var·√(2/N)
 
 
+@pytest.mark.parametrize("sigma", [1e-8, 1e-10, 1e-12, 1e-13])
+def test_fewer_points_than_features_keep_the_evidence_as_the_noise_runs_to_zero(sigma):
+    """n = 8 < M = 11: t lies in Φ's span, so C = ΦΣΦᵀ + σ²I keeps eigenvalues ≥ λ_min(ΦΣΦᵀ) as σ → 0 and its log density
+    converges, where an EB noise runs to its edge. Reference: numpy's Cholesky of C itself, written from the formula
+    (cond C ≤ 1e8 here: accurate to ~1e-8 relative in tᵀC⁻¹t, ~1e-9 nats). The evidence was 9e-8 nats off at σ = 1e-12
+    and 1e-5 at 1e-13 when tᵀC⁻¹t was summed as ‖t − Φm_N‖²/σ² + m_NᵀΣ⁻¹m_N."""
+    X, t = bk.datasets.sinusoid(n=8, noise=0.2, seed=0)
+    phi = F.GaussianBasis(np.linspace(0, 1, 11), 0.1)
+    Phi = phi(X)
+    C = 0.3 * Phi @ Phi.T + sigma**2 * np.eye(8)
+    assert np.linalg.cond(C) < 1e8
+    L = np.linalg.cholesky(C)
+    z = np.linalg.solve(L, t)
+    expected = -0.5 * z @ z - np.sum(np.log(np.diag(L))) - 4 * np.log(2 * np.pi)
+    solver = bk.blr.condition(phi, X, t, sigma=sigma, prior_cov=0.3)
+    assert solver._Psi is not None and solver.jitter == 0.0  # the n × n route, no jitter
+    np.testing.assert_allclose(solver.log_marginal_likelihood, expected, rtol=0, atol=1e-9)
+
+
 def test_design_rows_hold_phi_with_fewer_rows_than_columns_and_stream_it_in_one_pass_otherwise(monkeypatch):
     """With blocks of 100 entries: 15 rows × 25 features are held whole (fewer rows than columns: Φ is smaller than
     any M × M matrix, and the solver takes the n × n route); 60 rows × 25 are streamed, 4 rows a block, and ΦᵀΦ is

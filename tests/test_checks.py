@@ -3,6 +3,7 @@
 import numpy as np
 import pymc as pm
 import pytest
+import scipy.optimize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,6 +52,26 @@ def test_a_mismatched_kernel_is_reported_as_failing():
     assert good.passed and not bad.passed
     assert bad.rel_diff["log_marginal_likelihood"] > 1e-4
     assert set(bad.to_dict()) >= {"passed", "max_abs_diff", "rel_diff", "seconds", "cheaper"}
+
+
+def test_quantities_near_zero_are_compared_at_their_scale():
+    """A log density of ~1e-15 nats (the data scaled by c, found by brentq, until log p(t) = 0) and a posterior covariance
+    at round-off (8 points, 11 features, σ = 1e-7, predicted at the data: cov ~ σ² against a prior variance ~ 0.3): both
+    sides agree to 1e-13 in absolute terms, and the check passes, where a difference relative to |log p| or max |cov|
+    alone made it fail (relative differences 9.0 and 0.02). A 5 % error in Σ is still caught at that scale."""
+    X, t = bk.datasets.sinusoid(n=20, noise=0.2, seed=1)
+    phi = F.PolynomialKernelFeatures(degree=3, c=1.0)
+    lml = lambda c: bk.blr.posterior(phi, X, t * c, sigma=0.5 * c, prior_cov=c * c).log_marginal_likelihood  # noqa: E731
+    c = scipy.optimize.brentq(lml, 0.2, 0.6, xtol=1e-15)
+    assert abs(lml(c)) < 1e-12
+    at_zero = bk.checks.kernel_trick(phi, c * c, X, t * c, sigma=0.5 * c, kernel=K.Polynomial(degree=3, c=1.0) * (c * c))
+    assert at_zero.passed and at_zero.max_abs_diff["log_marginal_likelihood"] < 1e-12, at_zero.rel_diff
+    off = bk.checks.kernel_trick(phi, c * c, X, t * c, sigma=0.5 * c, kernel=K.Polynomial(degree=3, c=1.0) * (1.05 * c * c))
+    assert not off.passed and off.rel_diff["log_marginal_likelihood"] > 1e-3
+    X, t = bk.datasets.sinusoid(n=8, noise=0.2, seed=0)
+    tiny = bk.checks.kernel_trick(F.GaussianBasis(np.linspace(0, 1, 11), 0.1), 0.3, X, t, sigma=1e-7)
+    assert np.max(np.abs(bk.blr.posterior(F.GaussianBasis(np.linspace(0, 1, 11), 0.1), X, t, 1e-7, 0.3).cov)) < 1e-12
+    assert tiny.passed and tiny.max_abs_diff["cov"] < 1e-13, tiny.rel_diff
 
 
 def test_primal_and_dual_ridge_agree_and_equal_the_gp_mean():

@@ -223,6 +223,19 @@ def test_the_blr_start_from_the_data_is_the_evidence_maximum(sigma):
         np.testing.assert_allclose(start[noise], np.exp(log_s), rtol=1e-4)
 
 
+def test_a_blr_that_float64_cannot_evaluate_at_the_start_says_why():
+    """x from 0 to 1000 with a degree-12 polynomial: the log density is −inf at the initial point, and the error is the
+    conditioned model's (the features, standardise X), not "K + sigma^2 I … check the kernel", which named no kernel's
+    fault."""
+    x = np.linspace(0, 1000, 40)
+    with pm.Model() as model:
+        prior_cov, noise = pm.HalfNormal("prior_cov", 10.0), pm.HalfNormal("noise", 1.0)
+        bk.blr.likelihood("t", x, np.sin(x / 100), F.Monomials(12), prior_cov=prior_cov, sigma=noise, collapsed=True)
+    with pytest.raises(ValueError, match=r"not finite at the model's initial point: the features Monomials\(degree=12\) of X "
+                                         r"are too ill-conditioned for float64.*standardise X"):
+        empirical_bayes(model, restarts=2, seed=0)
+
+
 def test_laplace_sd_is_the_curvature_of_the_reference_lml():
     """One free parameter (σ): sd from −d²/d(log σ)² of the numpy LML, by the delta method."""
     X, y = bk.datasets.sinusoid(30, 0.2, 4)

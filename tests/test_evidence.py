@@ -156,12 +156,26 @@ def test_the_weights_zero_edge_is_warned_where_it_is_highest():
     with both numbers. Its evidence is checked in numpy."""
     X, t = bk.datasets.sinusoid(n=8, noise=0.2, seed=1)
     weights_zero = scipy.stats.multivariate_normal(np.zeros(8), t @ t / 8 * np.eye(8)).logpdf(t)
-    with pytest.warns(FitWarning, match=rf"larger with all weights zero \(alpha -> infinity: log evidence {weights_zero:.6g} there\)"):
+    with pytest.warns(FitWarning, match=r"larger with all weights zero \(alpha -> infinity: log evidence \S+ there, \S+ nats more\)") as caught:
         fit = evidence_approximation(F.Monomials(degree=5), X, t)
     Phi = ref.poly_features_1d(X[:, 0], 5)
     local = scipy.stats.multivariate_normal(np.zeros(8), Phi @ Phi.T / fit.alpha + np.eye(8) / fit.beta).logpdf(t)
     np.testing.assert_allclose(fit.log_marginal_likelihood, local, atol=1e-9)
+    said = re.search(r"log evidence (\S+) there, (\S+) nats more\) than at the result \((\S+)\)", str(caught[0].message)).groups()
+    np.testing.assert_allclose([float(said[0]), float(said[2])], [weights_zero, local], rtol=1e-8)  # (10 digits printed)
+    np.testing.assert_allclose(float(said[1]), weights_zero - local, rtol=2e-3)  # (3 digits printed)
     assert fit.converged and local < weights_zero - 3.0
+
+
+def test_an_edge_as_high_as_the_result_to_round_off_is_not_warned():
+    """One point and a cubic: the evidence at the fixed point equals its supremum with every weight zero to 4e-16 nats
+    (round-off), which was warned as "larger with all weights zero" with the same number printed twice."""
+    X, t = bk.datasets.sinusoid(n=25, noise=0.2, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = evidence_approximation(F.Monomials(3), X[:1], t[:1])
+    weights_zero = scipy.stats.norm(0, abs(t[0])).logpdf(t[0])  # ln N(t | 0, tᵀt/N) at N = 1
+    np.testing.assert_allclose(fit.log_marginal_likelihood, weights_zero, atol=1e-9)
 
 
 def test_the_fixed_point_is_continued_where_the_evidence_rises_with_beta():

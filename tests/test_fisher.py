@@ -151,3 +151,8 @@ def test_fisher_kernel_names_bad_arguments():
         k.evaluate(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="model must be a pm.Model"):
         K.FisherKernel("model", POINT)
+    # a point outside the support (σ < 0: numpy's bare "scale < 0" before) and on its edge (σ = 0: "more data or draws?")
+    with pytest.raises(ValueError, match=r"point \{'mu': 2.0, 'sigma': -1.5\} lies outside the support of 'x''s parameters"):
+        K.FisherKernel(model, {"mu": 2.0, "sigma": -1.5})
+    with pytest.raises(ValueError, match=r"score .* is not finite at point \{'mu': 2.0, 'sigma': 0.0\} .* \(a scale of 0\)"):
+        K.FisherKernel(model, {"mu": 2.0, "sigma": 0.0}, information="empirical")

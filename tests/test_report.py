@@ -239,6 +239,21 @@ prior_samples = 2
 """
 
 
+def test_a_blr_audit_with_other_features_asks_whether_the_models_kernel_is_theirs(tmp_path):
+    """With features given, a BLR model's audit compares the model's own kernel φ₃ᵀΣ̂φ₃ (the cubic at its fitted prior
+    variance) with φᵀΣφ of the given features, as a GP model's does; it once compared the given features with their own
+    kernel, and passed whatever the model. The summary names both sides."""
+    path = tmp_path / "other.toml"
+    path.write_text(BLR.replace('features = ["Polynomial(degree=1)", "Polynomial(degree=3)"]', 'features = ["Polynomial(degree=3)"]')
+                    .replace("kernel_trick = {}", 'kernel_trick = { features = "Fourier(order=2)" }'))
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "r")]) == 0
+    audit = json.loads((tmp_path / "r" / "summary.json").read_text())["checks"]["kernel_trick"]
+    assert audit["passed"] is False and audit["rel_diff"]["cov"] > 1e-3
+    assert audit["features"] == "Fourier(order=2, period=1.0)" and audit["prior_cov"] == 1.0
+    assert audit["kernel"].startswith("FeatureKernel(Monomials(degree=3), prior_cov=")  # Polynomial(3) is Monomials(3)
+    assert "Fourier(order=2, period=1.0)" in (tmp_path / "r" / "report.md").read_text()
+
+
 def test_blr_candidates_ranked_by_evidence(tmp_path):
     """Each feature map's evidence at its optimum against numpy's N(t | 0, σ²I + a·ΦΦᵀ) (rtol 1e-9); the best is analysed."""
     path = tmp_path / "order.toml"

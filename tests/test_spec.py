@@ -105,6 +105,21 @@ def test_blr_spec_with_several_feature_maps(tmp_path):
     assert sorted(rv.name for rv in model.free_RVs) == ["a", "noise"]
 
 
+def test_blr_features_too_ill_conditioned_for_float64_are_refused_by_check(tmp_path, capsys):
+    """x from 0 to 1000 with a degree-12 polynomial: ΦᵀΦ spans 10⁷² and the BLR's log density is −inf at every point.
+    `check` conditions a BLR candidate at the priors' initial values and names the features (it said "ok", and `run`
+    then failed with "K + sigma^2 I is not positive definite … check the kernel")."""
+    x = np.linspace(0, 1000, 40)
+    np.savetxt(tmp_path / "far.csv", np.c_[x, np.sin(x / 100)], delimiter=",", header="x,y", comments="")
+    text = BASE.replace('source = "sinusoid"\nn = 8\nnoise = 0.1\nseed = 3', 'source = "csv"\npath = "far.csv"\nx = ["x"]\ny = "y"')
+    text = text.replace('kind = "gp"\nkernel = "2.0 * RBF(lengthscale=ell)"', 'kind = "blr"\nfeatures = ["Polynomial(degree=12)"]\nprior_cov = "a"')
+    text = text.replace('ell = "Gamma(alpha=2.0, beta=4.0)"', 'a = "HalfNormal(sigma=10.0)"')
+    assert cli.main(["check", str(_write(tmp_path, text))]) == 2
+    err = capsys.readouterr().err
+    assert "model.features: 'Polynomial(degree=12)' at the priors' initial values: the features Monomials(degree=12)" in err
+    assert "too ill-conditioned for float64" in err and "standardise X" in err
+
+
 def test_csv_and_package_data_sources(tmp_path):
     rng = np.random.default_rng(0)
     table = np.column_stack([rng.normal(size=12), rng.normal(size=12), rng.normal(size=12)])

@@ -19,13 +19,15 @@ RTOL = 1e-8
 
 
 def _differences(pairs: dict) -> tuple[dict, dict]:
-    """max |a − b| and max |a − b| / max |b| for each named pair of arrays."""
+    """max |a − b| and max |a − b| / max(max |b|, scale) for each named (a, b, scale): a difference is relative to the
+    quantity's own scale where a quantity near 0 (a log density of 3e-15 nats, a posterior covariance at round-off)
+    would make round-off look like a relative difference of order 1."""
     abs_diff, rel_diff = {}, {}
-    for name, (a, b) in pairs.items():
+    for name, (a, b, scale) in pairs.items():
         a, b = np.asarray(a, float), np.asarray(b, float)
         d = float(np.max(np.abs(a - b))) if a.size else 0.0
         abs_diff[name] = d
-        rel_diff[name] = d / max(float(np.max(np.abs(b))) if b.size else 0.0, TINY)
+        rel_diff[name] = d / max(float(np.max(np.abs(b))) if b.size else 0.0, scale, TINY)
     return abs_diff, rel_diff
 
 
@@ -34,7 +36,9 @@ class KernelTrickResult:
     """Weight space against function space for one data set.
 
     `passed`: every relative difference ≤ `rtol`. `max_abs_diff`, `rel_diff`: per quantity (mean,
-    cov, log_marginal_likelihood). `seconds`: time of each side. `N`, `M`: data and feature counts;
+    cov, log_marginal_likelihood), relative to the larger of the weight side's max |value| and the quantity's scale:
+    max |y| for the mean, the prior variance max φ(x)ᵀΣφ(x) over Xnew for the covariance (which it bounds, and whose
+    round-off is relative to it), 1 nat for the log marginal likelihood. `seconds`: time of each side. `N`, `M`: data and feature counts;
     `cheaper`: the side that was faster here (`seconds`: the fastest of up to TIMED_RUNS runs each), `expected_cheaper`:
     the one the O(M³ + NM²) against O(N³) count predicts (the seeds' remark).
     """
@@ -88,9 +92,10 @@ def kernel_trick(phi, prior_cov, X, y, sigma, Xnew=None, kernel: Kernel | None =
     weight, weight_s = _timed(lambda: blr.posterior(phi, X, y, sigma=sigma, prior_cov=prior_cov, Xnew=Xnew))
     function, function_s = _timed(lambda: gp.posterior(k, X, y, sigma=sigma, Xnew=Xnew))
 
+    prior_var = float(np.max(FeatureKernel(phi, prior_cov).evaluate(Xnew, diag=True)))  # max φ(x)ᵀΣφ(x) over Xnew
     abs_diff, rel_diff = _differences(
-        {"mean": (function.mean, weight.mean), "cov": (function.cov, weight.cov),
-         "log_marginal_likelihood": (function.log_marginal_likelihood, weight.log_marginal_likelihood)}
+        {"mean": (function.mean, weight.mean, float(np.max(np.abs(y)))), "cov": (function.cov, weight.cov, prior_var),
+         "log_marginal_likelihood": (function.log_marginal_likelihood, weight.log_marginal_likelihood, 1.0)}
     )
     N = X.shape[0]
     M = n_features(phi, X.shape[1]) or design_matrix(phi, X[:1]).shape[1]
@@ -111,7 +116,8 @@ def kernel_trick(phi, prior_cov, X, y, sigma, Xnew=None, kernel: Kernel | None =
 class RidgeDualityResult:
     """Primal ridge w = (ΦᵀΦ + λI)⁻¹Φᵀt against dual a = (K + λI)⁻¹t, and kernel ridge against the GP mean.
 
-    `primal`, `dual`, `gp_mean`: predictions at Xnew. `max_abs_diff`: primal−dual and dual−GP.
+    `primal`, `dual`, `gp_mean`: predictions at Xnew. `max_abs_diff`: primal−dual and dual−GP; `rel_diff` relative to
+    the larger of the second's max |value| and max |y|.
     """
 
     passed: bool
@@ -147,5 +153,6 @@ def ridge_duality(phi, X, y, lam, Xnew=None, rtol: float = RTOL) -> RidgeDuality
     a = cho_solve(L, t)  # a = (K + λI)⁻¹t
     dual = kernel.evaluate(Xnew, X) @ a  # y(x) = k(x)ᵀa   (PRML 6.9)
     gp_mean = gp.posterior(kernel, X, t, sigma=np.sqrt(lam), Xnew=Xnew).mean
-    abs_diff, rel_diff = _differences({"primal_vs_dual": (primal, dual), "dual_vs_gp_mean": (dual, gp_mean)})
+    scale = float(np.max(np.abs(t)))  # predictions near 0 are compared at the targets' scale
+    abs_diff, rel_diff = _differences({"primal_vs_dual": (primal, dual, scale), "dual_vs_gp_mean": (dual, gp_mean, scale)})
     return RidgeDualityResult(all(v <= rtol for v in rel_diff.values()), rtol, primal, dual, gp_mean, abs_diff, rel_diff)

@@ -625,7 +625,7 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
         # on one thread (`bayeskern._blas`: as fast, and not slowed 10× by cores busy with other work) for every evaluation
         # of the fit, the first (remembered by the objective) among them: the same numbers whatever threads the caller has
         with reused_arrays(), blas_for_size(record.size()):
-            _check_initial_point(objective)
+            _check_initial_point(objective, plug_in)
             compile_seconds = time.perf_counter() - started
             runs = _optimise(model, objective, restarts, seed, maxiter)
             runs, plug_in = _refine(obs, objective, plug_in, runs, maxiter)
@@ -636,14 +636,23 @@ def empirical_bayes(model=None, restarts: int = 5, seed=None, include_prior: boo
     return result
 
 
-def _check_initial_point(objective: _Objective) -> None:
-    """The objective at the model's initial point must be finite (this first call also compiles it)."""
-    if not np.isfinite(objective(objective.flat(objective.point))[0]):
-        raise ValueError(
-            "the log marginal likelihood is not finite at the model's initial point: K + sigma^2 I is "
-            "not positive definite there (or a prior gives zero density); set initval on the "
-            "hyperparameters or check the kernel"
-        )
+def _check_initial_point(objective: _Objective, plug_in: PlugIn) -> None:
+    """The objective at the model's initial point must be finite (this first call also compiles it); where it is not,
+    the model conditioned there says why when it can (e.g. features too ill-conditioned for float64)."""
+    z = objective.flat(objective.point)
+    if np.isfinite(objective(z)[0]):
+        return
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (a jitter it needed: the message below says what is wrong)
+            plug_in.numeric(objective.params(z)).condition()
+    except ValueError as err:
+        raise ValueError(f"the log marginal likelihood is not finite at the model's initial point: {err}") from None
+    raise ValueError(
+        "the log marginal likelihood is not finite at the model's initial point: its covariance C (K + sigma^2 I, or "
+        "Phi Sigma Phi^T + sigma^2 I) is not positive definite there (or a prior gives zero density); set initval on "
+        "the hyperparameters or check the kernel or features"
+    )
 
 
 def _optimise(model, objective: _Objective, restarts: int, seed, maxiter: int) -> list:

@@ -253,15 +253,18 @@ class _Run(NamedTuple):
 def _warnings(best: tuple, optima: list, rising: tuple | None, shape: tuple[int, int], maxiter: int) -> list[str]:
     """What the caller is told about the result: (conditioned model, run) `best`, the distinct fixed points, the rise
     left along β (`_continued_past`), Φ's shape."""
+    from bayeskern.fit.empirical_bayes import LML_SAME
+
     model, (alpha, beta, _, converged, change) = best
     lml, weights_zero = model.log_marginal_likelihood, _weights_zero_limit(model.targets)
     out = []
     if not converged:
         out.append(f"evidence_approximation did not converge in {maxiter} iterations: alpha, beta still change by "
                    f"{change:.3g} (relative) per step; alpha={alpha:.4g}, beta={beta:.4g}")
-    if weights_zero > lml:
-        out.append(f"the evidence is larger with all weights zero (alpha -> infinity: log evidence {weights_zero:.6g} there) "
-                   f"than at the result ({lml:.6g}); the features explain less of t than noise alone does")
+    if weights_zero > lml + LML_SAME:  # (one point and a cubic: 4e-16 nats more, round-off, not a better limit)
+        out.append(f"the evidence is larger with all weights zero (alpha -> infinity: log evidence {weights_zero:.10g} there, "
+                   f"{weights_zero - lml:.3g} nats more) than at the result ({lml:.10g}); the features explain less of t "
+                   "than noise alone does")
     if len(optima) > 1:
         out.append(f"the evidence has {len(optima)} distinct fixed points of alpha, beta from the starts; kept the best "
                    f"(log evidence {optima[0].log_marginal_likelihood:.6g}), next best {optima[1].log_marginal_likelihood:.6g} — see .optima")
@@ -330,7 +333,8 @@ def _re_estimate(problem: _Problem, alpha: float, beta: float) -> tuple[float, f
     if float(c @ c) == 0.0:
         raise _RanOff(
             "alpha -> infinity: the features explain nothing of t, so the evidence is largest with all weights zero "
-            f"(or the starting alpha={alpha:.3g}, beta={beta:.3g} are so extreme that m_N underflowed to 0: start nearer 1)"
+            f"(the iteration reached alpha={alpha:.3g}, beta={beta:.3g}, where m_N is 0; or a start so extreme that m_N "
+            "underflowed to 0: start nearer 1)"
         )
     alpha_new = gamma / float(c @ c)  # α = γ / m_Nᵀm_N   (PRML 3.92; ‖m_N‖ = ‖Wᵀm_N‖)
     beta_new = (N - gamma) / residual  # 1/β = Σ (tₙ − m_Nᵀφₙ)² / (N − γ)   (PRML 3.95)

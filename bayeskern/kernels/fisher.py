@@ -73,13 +73,21 @@ class GenerativeModel:
         self._one = self._rv_at(params_one)
         self._params_at_point = graph_replace(params_one, {self._theta: pt.as_tensor_variable(self.theta)})
         self._at_point = self._rv_at(self._params_at_point)
-        self.obs_shape = tuple(np.shape(draw(self._at_point, random_seed=0)))  # the shape of one observation
+        try:
+            self.obs_shape = tuple(np.shape(draw(self._at_point, random_seed=0)))  # the shape of one observation
+        except ValueError as err:  # the sampler's own check of the parameters, e.g. numpy's "scale < 0"
+            raise ValueError(f"point {self.at()} lies outside the support of {observed!r}'s parameters: drawing "
+                             f"{observed!r} there failed ({err})") from None
         self.d = int(np.prod(self.obs_shape, dtype=int))
         self._x = pt.tensor("x", dtype="float64", shape=self.obs_shape)
         self._logp_one = pt.sum(pm.logp(self._one, self._x))  # log p(x|θ), a scalar
         data = model.rvs_to_values[obs]
         data = data.get_value() if hasattr(data, "get_value") else data.eval(mode=NUMPY)  # (no Numba compile of the data)
         self.data = np.asarray(data, dtype=np.float64).reshape(-1, self.d)
+
+    def at(self) -> dict:
+        """θ = point, by name (what a message shows)."""
+        return {name: float(v) for name, v in zip(self.names, self.theta, strict=True)}
 
     # -- the graphs --------------------------------------------------------------------------------
     def _rv_at(self, params, size=None):
@@ -175,6 +183,9 @@ class FisherKernel(Kernel):
         try:
             F = check_prior_cov(F, name="information")
         except ValueError as err:
+            if not np.all(np.isfinite(g.scores(g.data))):  # e.g. a scale of 0: log p(x|θ) is ±inf or NaN
+                raise ValueError(f"the score ∇_θ log p(x|θ) is not finite at point {g.at()} for the data: is the point on "
+                                 "the edge of the parameters' support (a scale of 0)?") from None
             raise ValueError(f"{err} (the Fisher information F for θ = {g.names}; more data or draws?)") from None
         super().__init__(theta=g.theta.copy(), information=F)
 

@@ -33,7 +33,7 @@ def summary(a, files: list[str]) -> dict:
         "empirical_bayes": None if a.chosen.eb is None else {**spec.empirical_bayes.as_kwargs(), **a.chosen.eb.to_dict()},
         "mcmc": None,
         "eb_vs_mcmc": None if a.comparison is None else a.comparison.to_dict(),
-        "checks": {name: result.to_dict() for name, result in a.checks.items()},
+        "checks": {name: result.to_dict() | _audited(name, a) for name, result in a.checks.items()},
         "cross_validation": None if a.cv is None else {
             "folds": spec.cv.folds, "shuffle": spec.cv.shuffle, "seed": spec.cv.seed, "refit": spec.cv.refit,
             "fold_sizes": [len(f) for f in a.cv_folds], "table": compare(a.cv)},
@@ -52,6 +52,14 @@ def summary(a, files: list[str]) -> dict:
                        "posterior_mean": {n: v.mean(("chain", "draw")).values.tolist()
                                           for n, v in a.idata["posterior"].to_dataset().data_vars.items()}}
     return jsonable(out)
+
+
+def _audited(name: str, a) -> dict:
+    """What the kernel-trick audit compared (its weight side's φ, Σ, σ and the model's kernel), beside its verdict."""
+    c = a.kernel_trick_curves
+    if name != "kernel_trick" or c is None:
+        return {}
+    return {"features": c["phi"], "prior_cov": c["prior_cov"], "sigma": c["sigma"], "kernel": c["kernel"]}
 
 
 def results_tree(a) -> xr.DataTree:

@@ -3,6 +3,7 @@
 import inspect
 import math
 import threading
+import warnings
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -263,7 +264,8 @@ def _shaped_priors(model: pm.Model) -> str:
 def _check_at(path, key: str, candidate: str, model: pm.Model, data: datasets.Data, params: dict) -> None:
     """Build the candidate with its priors at `params` as numbers, as a fit does at every step: what does
     not fit the data (ARD length scales for another number of columns …), or a kernel that is not positive
-    semi-definite on the first PSD_CHECK_ROWS rows of X (then not on X either: a fit could not start), is a SpecError naming `key`."""
+    semi-definite on the first PSD_CHECK_ROWS rows of X (then not on X either: a fit could not start), or a BLR that cannot be
+    conditioned there, is a SpecError naming `key`."""
     try:
         record = _numeric_at(model, params)
         record.check_inputs(data.X)  # graphs built and shapes checked, nothing compiled
@@ -274,3 +276,10 @@ def _check_at(path, key: str, candidate: str, model: pm.Model, data: datasets.Da
         result = checks.psd(kernel, data.X[:PSD_CHECK_ROWS])  # a principal submatrix of a PSD matrix is PSD
         if not result.passed:
             raise SpecError(path, key, f"{_short(candidate)!r} at the priors' initial values: {result.verdict}")
+    elif record.weight_space() is not None:  # a BLR: conditioned there, O(nM² + M³) (features too ill-conditioned …)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a jitter it needed is the fit's to report
+                record.condition()
+        except ValueError as err:
+            raise SpecError(path, key, f"{_short(candidate)!r} at the priors' initial values: {_short(err, 300)}") from None
