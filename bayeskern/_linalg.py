@@ -9,6 +9,7 @@ import scipy.linalg.blas
 import scipy.linalg.lapack
 
 from bayeskern._spd_inverse import inverse_diagonal
+from bayeskern._validation import PACKAGE_DIR
 
 __all__ = [
     "EPS", "JITTER_STEPS", "LARGEST", "LOG_2PI", "PSD_ROUNDOFF", "RCOND_PROOF_MARGIN", "announce_jitter", "cho_solve", "cholesky",
@@ -99,7 +100,7 @@ def announce_jitter(name: str, jitter: float, noise_var: float | None = None) ->
         message += f" ({ratio:.3g} × sigma²)" if np.isfinite(ratio) else " (sigma = 0)"
         if ratio > JITTER_CHANGES_NOISE:
             message += ": the results are those of noise variance sigma² + jitter"
-    warnings.warn(message, RuntimeWarning, stacklevel=4)
+    warnings.warn(message, RuntimeWarning, skip_file_prefixes=(PACKAGE_DIR,))
 
 
 def exact_cholesky(A: np.ndarray, jitter: float = 0.0) -> np.ndarray | None:

@@ -25,7 +25,7 @@ from bayeskern._gaussian_logp import gaussian_logp
 from bayeskern._weight_space_evidence import weight_space_evidence
 from bayeskern._results import Posterior
 from bayeskern._validation import (
-    check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure, owned_data,
+    PACKAGE_DIR, check_name, check_prior_cov, check_sigma, check_weight_precision, is_symbolic, numerical_failure, owned_data,
     offset_ratio,
 )
 from bayeskern.conditioned import Conditioned
@@ -210,7 +210,7 @@ def _warn_if_far_from_zero(features, X: np.ndarray, Phi: np.ndarray) -> None:
             f"column-scaled design matrix {np.linalg.cond(scaled):.3g}), so the likelihood is inaccurate: "
             + _offset_advice(X),
             RuntimeWarning,
-            stacklevel=3,
+            skip_file_prefixes=(PACKAGE_DIR,),
         )
 
 

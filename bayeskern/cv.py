@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bayeskern._linalg import LOG_2PI
+from bayeskern._validation import PACKAGE_DIR
 from bayeskern.datasets import Data
 from bayeskern.fit import empirical_bayes
 from bayeskern.fit._plug_in import PlugIn
@@ -145,7 +146,7 @@ def _assemble(candidate: str, data: Data, folds: list, outputs: list) -> KFoldRe
     for k, (test, output) in enumerate(zip(folds, outputs)):
         value, said = (output, []) if isinstance(output, Exception) else output
         for category, message in said:
-            warnings.warn(f"{candidate}: cross-validation fold {k}: {message}", category, stacklevel=2)
+            warnings.warn(f"{candidate}: cross-validation fold {k}: {message}", category, skip_file_prefixes=(PACKAGE_DIR,))
         if isinstance(value, Exception):
             return KFoldResult(candidate, None, tuple(fold_elpd), f"fold {k}: {type(value).__name__}: {' '.join(str(value).split())}")
         pointwise[test] = value

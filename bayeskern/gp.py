@@ -16,7 +16,7 @@ from bayeskern._gaussian_logp import gaussian_logp
 from bayeskern._linalg import EPS, LOG_2PI, cho_solve, cholesky, loo_gaussian, minus_gram, psd_factor, psd_tolerance, solve_lower
 from bayeskern._results import Posterior
 from bayeskern._validation import (
-    NonFiniteError, as_inputs, check_finite_result, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, owned, owned_data,
+    PACKAGE_DIR, NonFiniteError, as_inputs, check_finite_result, check_integer, check_kernel, check_name, check_seed, check_sigma, numerical_failure, owned, owned_data,
     offset_ratio, same_columns,
 )
 from bayeskern.conditioned import Conditioned
@@ -168,7 +168,7 @@ def _warn_if_offset_spoils(kernel: Kernel, X: np.ndarray, K: np.ndarray, sigma: 
             f"the GP posterior may be inaccurate: K(X, X) reaches {np.max(np.abs(K)):.3g}, so its rounding "
             f"(n·ε·max|K| = {rounding:.2g}) is not small against the noise variance σ² = {sigma**2:.3g}." + hint,
             RuntimeWarning,
-            stacklevel=3,
+            skip_file_prefixes=(PACKAGE_DIR,),
         )
 
 

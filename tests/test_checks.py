@@ -114,6 +114,16 @@ def test_sampling_level_agreement_and_a_prior_mismatch_caught():
     assert not differ.passed and differ.z["scale"] > differ.z_max
 
 
+def test_the_sampling_checks_warnings_point_at_its_caller():
+    """`kernel_trick_mcmc` samples through `bk.fit.mcmc`, whose convergence warning (2 × 30 draws: too few) is reported
+    at the caller's line, not at the line inside the package that called mcmc (checks/sampling.py)."""
+    X, y = bk.datasets.sinusoid(12, 0.3, 2)
+    with pytest.warns(bk.fit.FitWarning, match="diagnostics failed") as said:
+        bk.checks.kernel_trick_mcmc(*_twin_models(X, y, F.Polynomial(3), 2.0, 2.0), shared=("scale", "sigma"),
+                                    draws=30, tune=30, chains=2, seed=4)
+    assert {w.filename for w in said if issubclass(w.category, bk.fit.FitWarning)} == {__file__}
+
+
 def test_random_fourier_features_converge_at_about_one_over_root_d():
     X, y = bk.datasets.sinusoid(30, 0.2, 5)
     result = bk.checks.rff_convergence(X, y, 0.2, np.linspace(0, 1, 11)[:, None], lengthscale=0.3,

@@ -110,7 +110,7 @@ class HilbertBasis(FeatureMap):
                 f"half-width L = {p['L'][k]:.4g}: the Hilbert-space basis does not extend there (its functions vanish "
                 "at ±L and reflect beyond), so predictions there are not the GP's; refit with a larger c or L",
                 RuntimeWarning,
-                stacklevel=3,
+                skip_file_prefixes=(PACKAGE_DIR,),
             )
         return super().__call__(X)
 
@@ -429,7 +429,7 @@ def _within_cap(here: tuple, bigger: tuple) -> bool:
         f"{abs(bigger[0] - here[0]):.3g} nats), and more than m = {M_MAX[d]} per column is not chosen automatically; "
         "give m and c, or use the exact GP or VFE",
         RuntimeWarning,
-        stacklevel=6,
+        skip_file_prefixes=(PACKAGE_DIR,),
     )
     return False
 

@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 
 from bayeskern._json import jsonable
-from bayeskern._validation import check_flag, check_number
+from bayeskern._validation import PACKAGE_DIR, check_flag, check_number
 from bayeskern.fit.warning import FitWarning
 
 __all__ = ["Diagnostics", "check_chains_moved", "diagnose"]
@@ -110,7 +110,7 @@ def diagnose(dt: xr.DataTree, rhat_max: float = RHAT_MAX, ess_min: float | None 
         {"rhat_max": rhat_max, "ess_min": ess_min, "ebfmi_min": ebfmi_min},
     )
     if warn and problems:
-        warnings.warn(str(result), FitWarning, stacklevel=2)
+        warnings.warn(str(result), FitWarning, skip_file_prefixes=(PACKAGE_DIR,))
     return result
 
 

@@ -21,7 +21,7 @@ from bayeskern._compile import NUMPY, compiled_graph, numpy_mode, untraced
 from bayeskern._reused_arrays import reused_arrays
 from bayeskern._gaussian_logp import GaussianLogp
 from bayeskern._json import jsonable
-from bayeskern._validation import check_flag, check_integer, check_model, check_seed
+from bayeskern._validation import PACKAGE_DIR, check_flag, check_integer, check_model, check_seed
 from bayeskern.fit._data_start import data_start
 from bayeskern.fit._initial_point import point_draws
 from bayeskern.fit._plug_in import PlugIn
@@ -684,7 +684,7 @@ def _refine(obs, objective: _Objective, plug_in: PlugIn, runs: list, maxiter: in
         runs = sorted((_past_cliffs(objective, _maximise(objective, res.x, maxiter), maxiter) for res in runs), key=lambda r: r.fun)
     if obs.tag.bayeskern.refined(plug_in.numeric(objective.params(runs[0].x))) is not None:
         warnings.warn(f"the approximation chosen by the package still changed after {MAX_REFINEMENTS} refits; the fit keeps "
-                      "the last one: give its settings explicitly (e.g. HSGP's m and c)", FitWarning, stacklevel=3)
+                      "the last one: give its settings explicitly (e.g. HSGP's m and c)", FitWarning, skip_file_prefixes=(PACKAGE_DIR,))
     return runs, plug_in
 
 
@@ -745,7 +745,7 @@ def _warn(result: EmpiricalBayesResult) -> None:
             f"is not numerically positive definite: jitter {result.jitter:.3g} was added to its diagonal "
             "(the noise is too small for the model's resolution of these inputs)",
             FitWarning,
-            stacklevel=3,
+            skip_file_prefixes=(PACKAGE_DIR,),
         )
     if not result.converged:
         warnings.warn(
@@ -753,7 +753,7 @@ def _warn(result: EmpiricalBayesResult) -> None:
             f"{result.predicted_gain:.3g} in the objective (tolerance {GAIN_TOL:g}; max |gradient| {result.grad_norm:.3g}); "
             "try more restarts or a larger maxiter",
             FitWarning,
-            stacklevel=3,
+            skip_file_prefixes=(PACKAGE_DIR,),
         )
     bound = [name for name, flag in result.at_bound.items() if flag]
     if bound:
@@ -761,17 +761,17 @@ def _warn(result: EmpiricalBayesResult) -> None:
             f"parameter(s) at the edge of their support: {', '.join(_edge_text(result, n) for n in bound)}; "
             "the data do not pin them down",
             FitWarning,
-            stacklevel=3,
+            skip_file_prefixes=(PACKAGE_DIR,),
         )
     for message in result.plug_in.numeric(result.params).fit_warnings(result.conditioned):
-        warnings.warn(message, FitWarning, stacklevel=3)
+        warnings.warn(message, FitWarning, skip_file_prefixes=(PACKAGE_DIR,))
     if len(result.optima) > 1:
         second = result.optima[1]
         warnings.warn(
             f"restarts found {len(result.optima)} distinct optima; kept the best (objective {result.objective:.6g}), "
             f"next best {second.objective:.6g} — see .optima",
             FitWarning,
-            stacklevel=3,
+            skip_file_prefixes=(PACKAGE_DIR,),
         )
 
 

@@ -7,7 +7,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayeskern._linalg import EPS
-from bayeskern._validation import as_inputs, as_targets, check_finite_result, check_integer, check_number, numerical_failure
+from bayeskern._validation import PACKAGE_DIR, as_inputs, as_targets, check_finite_result, check_integer, check_number, numerical_failure
 from bayeskern.features import design_matrix
 from bayeskern.fit.warning import FitWarning
 
@@ -116,7 +116,7 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
               for (model, run), count in _group_optima([f for f in fitted if f[1].converged], lambda f: -f[0].log_marginal_likelihood)]
     best, (alpha, beta, iterations, converged, _) = fitted[0]
     for message in _warnings(fitted[0], optima, rising, Phi.shape, maxiter):
-        warnings.warn(message, FitWarning, stacklevel=3)  # past numerical_failure's wrapper, to the caller
+        warnings.warn(message, FitWarning, skip_file_prefixes=(PACKAGE_DIR,))
     gamma = _terms(problem, alpha, beta)[2]
     return EvidenceResult(alpha, beta, gamma, best.log_marginal_likelihood, best.weights_mean, iterations, converged, tuple(optima))
 

@@ -10,7 +10,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from bayeskern._compile import exact_arithmetic, untraced
-from bayeskern._validation import as_inputs, check_flag, check_integer, check_model, check_probability, int_seed, same_columns
+from bayeskern._validation import PACKAGE_DIR, as_inputs, check_flag, check_integer, check_model, check_probability, int_seed, same_columns
 from bayeskern.fit import _nutpie
 from bayeskern.fit._plug_in import PlugIn
 from bayeskern.fit.predictive import draw_quantities
@@ -77,11 +77,11 @@ def mcmc(
         Xnew = as_inputs(Xnew, "Xnew")
         same_columns(record.X, Xnew, "X", "Xnew")
     if sampler == "nutpie" and importlib.util.find_spec("nutpie") is None:
-        warnings.warn("nutpie is not installed: sampling with PyMC's NUTS instead", FitWarning, stacklevel=2)
+        warnings.warn("nutpie is not installed: sampling with PyMC's NUTS instead", FitWarning, skip_file_prefixes=(PACKAGE_DIR,))
         sampler = "pymc"
     seed = int(np.random.default_rng().integers(2**31)) if seed is None else check_integer(seed, "seed", 0)
     for message in record.sampling_warnings():  # (an automatic HSGP basis capped below what the prior's length scales need)
-        warnings.warn(message, FitWarning, stacklevel=2)
+        warnings.warn(message, FitWarning, skip_file_prefixes=(PACKAGE_DIR,))
 
     # nutpie runs the chains as threads of this process; letting each LAPACK call spawn its own BLAS
     # threads as well oversubscribes the cores (measured: sampling 3 × slower on 2 cores). The
@@ -108,7 +108,7 @@ def mcmc(
             f"some posterior draws needed jitter (up to {jitter:.3g}) to factorise K + sigma^2 I for the "
             "leave-one-out densities and predictions",
             FitWarning,
-            stacklevel=2,
+            skip_file_prefixes=(PACKAGE_DIR,),
         )
     if compute_convergence_checks:
         _check_convergence(model, dt)
@@ -124,7 +124,7 @@ def _check_convergence(model, dt: xr.DataTree) -> None:
     groups = {"posterior": dt["posterior"].to_dataset()[sampled], "sample_stats": dt["sample_stats"].to_dataset()}
     verdict = diagnose(xr.DataTree.from_dict(groups), warn=False)
     if not verdict.passed:
-        warnings.warn(str(verdict), FitWarning, stacklevel=3)
+        warnings.warn(str(verdict), FitWarning, skip_file_prefixes=(PACKAGE_DIR,))
 
 
 def _observed_dim(dt: xr.DataTree, name: str) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bayeskern._linalg import EPS, TINY
-from bayeskern._validation import as_inputs, as_targets, check_number, same_columns
+from bayeskern._validation import PACKAGE_DIR, as_inputs, as_targets, check_number, same_columns
 from bayeskern.smoothing.profiles import SmoothingKernel
 
 __all__ = [
@@ -73,7 +73,7 @@ def warn_at_grid_edge(grid: np.ndarray, best: int, what: str, lower_hint: str = 
     advice = (f"the score no longer changes there (by {change:.1g} of its range over the grid to the next candidate): it "
               "has reached its limit, so the data do not pin this choice down; give a value instead"
               if change <= FLAT_AT_EDGE else f"widen it{lower_hint if lower else ''}")
-    warnings.warn(f"{what} {grid[best]:.4g} is at the {end} end of the candidate grid: {advice}", SmoothingWarning, stacklevel=3)
+    warnings.warn(f"{what} {grid[best]:.4g} is at the {end} end of the candidate grid: {advice}", SmoothingWarning, skip_file_prefixes=(PACKAGE_DIR,))
 
 
 def _change_in_range(scores, best: int, neighbour: int) -> float:
