@@ -11,6 +11,7 @@ import xarray as xr
 
 from bayeskern import blr, checks, cv, gp
 from bayeskern._compile import draw
+from bayeskern._validation import PACKAGE_DIR
 from bayeskern.datasets import Data
 from bayeskern.fit import empirical_bayes, mcmc, predictive_bands
 from bayeskern.checks.approximation import AUDIT_POINTS, subsample_rows
@@ -220,7 +221,7 @@ def _at_point(result: Analysis, plug_in: PlugIn, Xgrid, say: Callable) -> None:
             seed=result.seed,
         )
         if not audit.passed:
-            warnings.warn(_audit_failed(audit), FitWarning)
+            warnings.warn(_audit_failed(audit), FitWarning, skip_file_prefixes=(PACKAGE_DIR,))
     if spec.checks.kernel_trick is not None:
         say("kernel-trick audit: BLR in weight space against the GP with k = φᵀΣφ …")
         result.checks["kernel_trick"], result.kernel_trick_curves = _kernel_trick(spec, result.data, numeric, Xgrid)

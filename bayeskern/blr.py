@@ -21,6 +21,7 @@ from bayeskern._linalg import (
     EPS, LOG_2PI, announce_jitter, cho_solve, escalate_jitter, exact_cholesky, jitter_scale, loo_gaussian, solve_lower,
 )
 from bayeskern._compile import untraced
+from bayeskern._evidence_iteration import best_fixed_point
 from bayeskern._gaussian_logp import gaussian_logp
 from bayeskern._weight_space_evidence import weight_space_evidence
 from bayeskern._results import Posterior
@@ -159,18 +160,18 @@ class BLRLikelihood(Likelihood):
         return max(len(self.y), self.rows.M)  # n × n or M × M, and Φ (n × M) in between
 
     def start_from_data(self) -> dict:
-        """Σ = α⁻¹ and σ = β^(-1/2) (those of them that are symbolic; σ given as a number holds β) at the evidence's best
-        fixed point from data-scaled starts (`bayeskern.fit.evidence.best_fixed_point`, PRML 3.92 and 3.95); {} for a
-        Σ that is a number, a vector or a matrix."""
-        from bayeskern.fit.evidence import best_fixed_point  # fit stands above blr
-
+        """σ = β^(-1/2) and Σ = α⁻¹ (those of them that are symbolic; σ given as a number holds β) at the evidence's best
+        fixed point from data-scaled starts (`_evidence_iteration.best_fixed_point`, PRML 3.92 and 3.95); {} for a Σ
+        that is a number, a vector or a matrix, or a σ whose β = σ⁻² float64 cannot hold."""
         if not is_symbolic(self.prior_cov) or pt.as_tensor_variable(self.prior_cov).ndim != 0:
             return {}
-        found = best_fixed_point(self.rows, self.y, None if is_symbolic(self.sigma) else float(self.sigma) ** -2)
+        with np.errstate(over="ignore"):
+            beta = None if is_symbolic(self.sigma) else float(np.float64(self.sigma) ** -2.0)
+        found = best_fixed_point(self.rows, self.y, beta) if beta is None or np.isfinite(beta) else None
         if found is None:
             return {}
         alpha, beta = found
-        return {self.prior_cov: 1.0 / alpha} | ({self.sigma: beta**-0.5} if is_symbolic(self.sigma) else {})
+        return ({self.sigma: beta**-0.5} if is_symbolic(self.sigma) else {}) | {self.prior_cov: 1.0 / alpha}
 
     def on_rows(self, rows: np.ndarray) -> "BLRLikelihood":
         held = None if self.rows.Phi is None else self.rows.Phi[rows]

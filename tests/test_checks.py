@@ -74,6 +74,34 @@ def test_quantities_near_zero_are_compared_at_their_scale():
     assert tiny.passed and tiny.max_abs_diff["cov"] < 1e-13, tiny.rel_diff
 
 
+class _CrossOff(K.Polynomial):
+    """The polynomial kernel scaled by `scale`, right on K(X, X) and k(x*, x*) but 2 % off on the cross block K(X*, X)."""
+
+    scale, n = 1.0, 20
+
+    def _values(self, X, Xs=None, diag=False):
+        out = self.scale * np.array(super()._values(X, Xs, diag=diag), dtype=float)
+        if Xs is not None and not diag:
+            out = 1.02 * out
+        elif Xs is None and not diag and out.shape[0] > self.n:  # [X; X*] stacked: its off-diagonal blocks
+            out[: self.n, self.n :] *= 1.02
+            out[self.n :, : self.n] *= 1.02
+        return out
+
+
+def test_a_small_posterior_mean_off_by_two_percent_fails():
+    """Σ = 1e-10 against σ = 1: the posterior mean is ~1e-9 of max |y|, the covariance and log p agree to round-off at
+    their scales; a kernel 2 % off on K(X*, X) alone makes the mean 2 % off, which the check catches (relative to the
+    mean itself, not to max |y|, where it would be 2e-11: a review's case)."""
+    X, t = bk.datasets.sinusoid(20, 0.2, 1)
+    kernel = _CrossOff(degree=3, c=1.0)
+    kernel.scale = 1e-10
+    result = bk.checks.kernel_trick(F.PolynomialKernelFeatures(degree=3, c=1.0), 1e-10, X, t, sigma=1.0,
+                                    Xnew=np.linspace(0, 1, 7)[:, None], kernel=kernel)
+    assert not result.passed and result.rel_diff["mean"] == pytest.approx(0.02, rel=0.05)
+    assert result.rel_diff["cov"] < 1e-8 and result.rel_diff["log_marginal_likelihood"] < 1e-8
+
+
 def test_primal_and_dual_ridge_agree_and_equal_the_gp_mean():
     X, y = bk.datasets.sinusoid(30, 0.2, 1)
     Xnew = np.linspace(-0.1, 1.1, 13)[:, None]

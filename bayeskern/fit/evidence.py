@@ -2,11 +2,11 @@
 
 import warnings
 from dataclasses import dataclass
-from typing import NamedTuple
-
 import numpy as np
 
-from bayeskern._linalg import EPS
+from bayeskern._evidence_iteration import (
+    Problem, RanOff, data_scaled_starts, fixed_point, log_evidence, terms,
+)
 from bayeskern._validation import PACKAGE_DIR, as_inputs, as_targets, check_finite_result, check_integer, check_number, numerical_failure
 from bayeskern.features import design_matrix
 from bayeskern.fit.warning import FitWarning
@@ -48,14 +48,6 @@ class EvidenceResult:
         return float(1.0 / self.alpha)
 
 
-#: the starts besides the caller's (alpha, beta): β = 1/(f·var(t)) for each noise fraction f, and α = s·β·λ̄ (λ̄ the mean
-#: eigenvalue of ΦᵀΦ) for each shrinkage s, from weights left alone to weights held at 0. The evidence of a BLR can have
-#: several maxima: PRML's sinusoid (n = 25, noise 0.2) with a cubic has one at ln p = −24.43 (α = 0.64, β = 3.5, the
-#: noise taking nearly all of t) and one at −11.36 (α = 0.0023, β = 28); the start α = β = 1 reaches the lower one
-START_NOISE_FRACTIONS = (1.0, 1e-2, 1e-4)
-START_SHRINKAGES = (1e-6, 1e-3, 1.0)
-#: `best_fixed_point`'s iteration, a fitter's start (the fitter converges from there): a looser stop than the result's
-START_TOL, START_MAXITER = 1e-6, 1000
 #: past the best fixed point the evidence (α re-estimated) is probed at β·10^(k/2) up to this many decades: a fixed point can be a local
 #: maximum below a supremum at β → ∞, where the features fit t exactly (noise-free targets, fewer points than features:
 #: N = 10, M = 13 monomials on sin 6x has a fixed point at ln p = 0.077, β = 5.1e4, and ln p = 2.41 at β = 1e7), which no
@@ -75,7 +67,7 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     and keep the fixed point of highest evidence.
 
     `features`: φ, a feature map or callable X → Φ (n, M). `alpha`, `beta`: the first start; the others are fixed
-    (`START_NOISE_FRACTIONS` × `START_SHRINKAGES`, scaled to var(t) and ΦᵀΦ). The evidence can have several maxima:
+    (`bayeskern._evidence_iteration.START_NOISE_FRACTIONS` × `START_SHRINKAGES`, scaled to var(t) and ΦᵀΦ). The evidence can have several maxima:
     `optima` lists the distinct fixed points the starts converged to, best first, and a FitWarning says when there is
     more than one; the result is the best of them (a start that did not converge is the result only when none did). A
     start that runs off to α or β → ∞ is dropped; a ValueError says when every start did. Where the evidence rises as β
@@ -99,73 +91,26 @@ def evidence_approximation(features, X, y, alpha: float = 1.0, beta: float = 1.0
     with np.errstate(over="ignore"):  # (features too large for float64: the ValueError below, not numpy's warning)
         check_finite_result(t @ t, "‖y‖², the squared norm of the targets y")  # β ~ N/‖y‖² must be representable
         rows = blr.DesignRows(features, X, t, Phi)
-        problem = _Problem.of(rows, t, tol, maxiter)
+        problem = Problem.of(rows, t, tol, maxiter)
 
     runs, first_edge = [], None
-    for start in [(alpha, beta), *_starts(t, problem.s2, problem.M)]:
+    for start in [(alpha, beta), *data_scaled_starts(t, problem.s2, problem.M)]:
         try:
-            runs.append(_fixed_point(problem, *start))
-        except _RanOff as edge:  # the iteration ran off to α or β → ∞ from this start
+            runs.append(fixed_point(problem, *start))
+        except RanOff as edge:  # the iteration ran off to α or β → ∞ from this start
             first_edge = first_edge or edge
     if not runs:
         raise first_edge  # the caller's start's own reason, if it ran off too
     fitted = _ranked([(blr._condition_on(features, X, t, run.beta**-0.5, 1.0 / run.alpha, rows), run) for run in runs])
-    with np.errstate(all="ignore"):  # far out along β, 0/0 and overflow end an iteration (_RanOff), not the caller's warnings
+    with np.errstate(all="ignore"):  # far out along β, 0/0 and overflow end an iteration (RanOff), not the caller's warnings
         fitted, rising = _continued_past(problem, lambda a, b: _quiet_fit(features, X, t, a, b, rows), fitted)
     optima = [Optimum({"alpha": run.alpha, "beta": run.beta}, model.log_marginal_likelihood, model.log_marginal_likelihood, True, count)
               for (model, run), count in _group_optima([f for f in fitted if f[1].converged], lambda f: -f[0].log_marginal_likelihood)]
     best, (alpha, beta, iterations, converged, _) = fitted[0]
     for message in _warnings(fitted[0], optima, rising, Phi.shape, maxiter):
         warnings.warn(message, FitWarning, skip_file_prefixes=(PACKAGE_DIR,))
-    gamma = _terms(problem, alpha, beta)[2]
+    gamma = terms(problem, alpha, beta)[2]
     return EvidenceResult(alpha, beta, gamma, best.log_marginal_likelihood, best.weights_mean, iterations, converged, tuple(optima))
-
-
-def best_fixed_point(rows, t: np.ndarray, beta: float | None = None) -> tuple[float, float] | None:
-    """(α, β) of the highest evidence among the fixed points reached from the data-scaled starts (`_starts`), β held at
-    `beta` when given; None when every start ran off to an edge. A fitter's start (`BLRLikelihood.start_from_data`): the
-    evidence of a BLR can have maxima far apart, and a fit started from its priors' draws reaches the one nearest them.
-    `rows`: the `bayeskern.blr.DesignRows` of Φ and t."""
-    with np.errstate(all="ignore"):  # a start far out ends as _RanOff or unconverged, not as the caller's warnings
-        try:
-            problem = _Problem.of(rows, t, START_TOL, START_MAXITER)
-        except ValueError:  # ΦᵀΦ beyond float64: no start (the fit itself says what is wrong)
-            return None
-        ends = []
-        for alpha, b in _starts(t, problem.s2, problem.M, beta):
-            try:
-                run = _fixed_point(problem, alpha, b, beta_fixed=beta is not None)
-            except _RanOff:
-                continue
-            if run.converged:
-                ends.append((_log_evidence(problem, run.alpha, run.beta), run.alpha, run.beta))
-    ends = [end for end in ends if np.isfinite(end[0])]
-    return max(ends)[1:] if ends else None
-
-
-class _Problem(NamedTuple):
-    """The data of the iteration, from the thin SVD R = U_R diag(s) Wᵀ of the R factor of [Φ | t] (Φ = QR, so
-    U = QU_R: ΦᵀΦ's non-zero eigenvalues are s², accurate where ΦᵀΦ's own eigendecomposition loses them to round-off:
-    cond ΦᵀΦ = cond(Φ)²), and its stop."""
-
-    s2: np.ndarray  # sᵢ², the r = min(N, M) eigenvalues of ΦᵀΦ that Φ's rows can make non-zero; the other M − r are 0
-    u: np.ndarray  # Uᵀt
-    outside: float  # ‖t − UUᵀt‖²: the part of t no weights reach
-    N: int
-    M: int
-    t_max: float
-    tol: float
-    maxiter: int
-
-    @classmethod
-    def of(cls, rows, t: np.ndarray, tol: float, maxiter: int) -> "_Problem":
-        """From `rows.r_factor` (R, c = Qᵀt, ρ² = ‖t − QQᵀt‖²; `bayeskern.blr.DesignRows`) of t's design rows."""
-        R, c, rho2 = rows.r_factor
-        U, sv, _ = np.linalg.svd(R, full_matrices=False)
-        s2 = check_finite_result(sv**2, "ΦᵀΦ of the features of X (its eigenvalues)")
-        u = U.T @ c  # Uᵀt = U_RᵀQᵀt
-        outside = rho2 + float(np.sum((c - U @ u) ** 2))  # ‖t − UUᵀt‖² = ρ² + ‖c − U_R U_Rᵀc‖²
-        return cls(s2, u, outside, len(t), R.shape[1], float(np.max(np.abs(t))), tol, maxiter)
 
 
 def _ranked(fitted: list) -> list:
@@ -186,7 +131,7 @@ def _quiet_fit(features, X, t, alpha: float, beta: float, rows):
     return model if model.jitter == 0 else None
 
 
-def _continued_past(problem: _Problem, fit_at, fitted: list) -> tuple[list, tuple | None]:
+def _continued_past(problem: Problem, fit_at, fitted: list) -> tuple[list, tuple | None]:
     """`fitted` with the fixed points reached from where the evidence rises past the best one as β grows, up to
     BETA_CONTINUATIONS of them; and the rise still left past the best one, (β, α, ln p), or None."""
     from bayeskern.fit.empirical_bayes import LML_SAME
@@ -199,8 +144,8 @@ def _continued_past(problem: _Problem, fit_at, fitted: list) -> tuple[list, tupl
         if rising is None:
             return fitted, None
         try:
-            further = _fixed_point(problem, rising[1], rising[0])
-        except _RanOff:
+            further = fixed_point(problem, rising[1], rising[0])
+        except RanOff:
             return fitted, rising
         further_model = fit_at(further.alpha, further.beta) if further.converged else None
         if further_model is None or further_model.log_marginal_likelihood <= model.log_marginal_likelihood + LML_SAME:
@@ -209,7 +154,7 @@ def _continued_past(problem: _Problem, fit_at, fitted: list) -> tuple[list, tupl
     return fitted, rising
 
 
-def _rising_past(problem: _Problem, lml: float, alpha: float, beta: float) -> tuple[float, float, float] | None:
+def _rising_past(problem: Problem, lml: float, alpha: float, beta: float) -> tuple[float, float, float] | None:
     """(β, α, ln p) at the first of β·10^(k/2), k = 1 … 2·`BETA_PROBE_DECADES`, α re-estimated at each, where the evidence
     (PRML 3.86) exceeds `lml` by `LML_SAME`; None if none does before it falls `PROBE_DROP` nats below `lml` (then the
     residual dominates and it only falls further) or the iteration runs off an edge."""
@@ -218,36 +163,16 @@ def _rising_past(problem: _Problem, lml: float, alpha: float, beta: float) -> tu
     for k in range(1, 2 * BETA_PROBE_DECADES + 1):
         b = beta * 10.0 ** (k / 2)
         try:
-            run = _fixed_point(problem, alpha, b, beta_fixed=True)
-        except _RanOff:
+            run = fixed_point(problem, alpha, b, beta_fixed=True)
+        except RanOff:
             return None
-        here = _log_evidence(problem, run.alpha, b) if run.converged else -np.inf
+        here = log_evidence(problem, run.alpha, b) if run.converged else -np.inf
         if here > lml + LML_SAME:
             return b, run.alpha, here
         if not here > lml - PROBE_DROP:
             return None
         alpha = run.alpha
     return None
-
-
-def _starts(t: np.ndarray, s2: np.ndarray, M: int, beta: float | None = None) -> list[tuple[float, float]]:
-    """(α, β) starts scaled to the data: β = 1/(f·var t) (or the `beta` given), α = s·β·mean eig ΦᵀΦ (Σsᵢ²/M)."""
-    var_t, mean_eig = float(np.var(t)), float(np.sum(s2)) / M
-    if not (var_t > 0 and mean_eig > 0 and np.isfinite(var_t) and np.isfinite(mean_eig)):
-        return []
-    if beta is not None:
-        return [(s * mean_eig * beta, beta) for s in START_SHRINKAGES]
-    return [(s * mean_eig / (f * var_t), 1.0 / (f * var_t)) for f in START_NOISE_FRACTIONS for s in START_SHRINKAGES]
-
-
-class _Run(NamedTuple):
-    """Where PRML 3.92 and 3.95, iterated from one start, ended."""
-
-    alpha: float
-    beta: float
-    iterations: int
-    converged: bool
-    change: float  # the last relative change of α or β
 
 
 def _warnings(best: tuple, optima: list, rising: tuple | None, shape: tuple[int, int], maxiter: int) -> list[str]:
@@ -277,72 +202,8 @@ def _warnings(best: tuple, optima: list, rising: tuple | None, shape: tuple[int,
     return out
 
 
-class _RanOff(ValueError):
-    """The re-estimation ran off to α or β → ∞."""
-
-
 def _weights_zero_limit(t: np.ndarray) -> float:
     """sup of ln p(t | α, β) as α → ∞ (w = 0, t ~ N(0, β⁻¹I)), at β = N/tᵀt: −N/2·(ln(2π tᵀt/N) + 1)."""
     N = len(t)
     with np.errstate(divide="ignore"):  # t = 0: +∞, no finite maximum either
         return float(-N / 2 * (np.log(2 * np.pi * (t @ t) / N) + 1.0))
-
-
-def _fixed_point(problem: _Problem, alpha: float, beta: float, beta_fixed: bool = False) -> _Run:
-    """PRML 3.92 and 3.95 iterated from (alpha, beta) until α and β change by less than the problem's tol; with
-    `beta_fixed`, 3.92 alone: the α that maximises the evidence at this β."""
-    change = np.inf
-    for iteration in range(1, problem.maxiter + 1):
-        alpha_new, beta_new = _re_estimate(problem, alpha, beta)
-        if beta_fixed:
-            beta_new = beta
-        change = max(abs(alpha_new - alpha) / alpha, abs(beta_new - beta) / beta)
-        alpha, beta = alpha_new, beta_new
-        if change < problem.tol:
-            return _Run(alpha, beta, iteration, True, change)
-    return _Run(alpha, beta, problem.maxiter, False, change)
-
-
-def _terms(problem: _Problem, alpha: float, beta: float) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """(βsᵢ², Wᵀm_N, γ, ‖t − Φm_N‖²) at (α, β), from the SVD of Φ."""
-    lam = beta * problem.s2  # λᵢ: eigenvalues of βΦᵀΦ   (PRML 3.87)
-    c = beta * np.sqrt(problem.s2) * problem.u / (alpha + lam)  # Wᵀm_N: m_N = β A⁻¹ Φᵀ t, Φᵀt = W S Uᵀt   (PRML 3.84)
-    gamma = float(np.sum(lam / (alpha + lam)))  # γ = Σ λᵢ/(α + λᵢ)   (PRML 3.91)
-    # t − Φm_N = (I − UUᵀ)t + U(Uᵀt − S Wᵀm_N), and uᵢ − sᵢcᵢ = uᵢ·α/(α + λᵢ): no cancellation as β grows
-    residual = problem.outside + float(np.sum((problem.u * (alpha / (alpha + lam))) ** 2))
-    return lam, c, gamma, residual
-
-
-def _log_evidence(problem: _Problem, alpha: float, beta: float) -> float:
-    """ln p(t | α, β) = M/2 ln α + N/2 ln β − E(m_N) − ½ ln|A| − N/2 ln 2π   (PRML 3.86), ln|A| = Σ ln(α + λᵢ) over ΦᵀΦ's
-    M eigenvalues (M − r of them 0): the probe along β, where conditioning the BLR would need jitter."""
-    lam, c, _, residual = _terms(problem, alpha, beta)
-    N, M = problem.N, problem.M
-    E = beta / 2 * residual + alpha / 2 * float(c @ c)  # E(m_N) = β/2‖t − Φm_N‖² + α/2 m_Nᵀm_N   (PRML 3.82)
-    log_det_A = float(np.sum(np.log(alpha + lam))) + (M - len(lam)) * np.log(alpha)
-    return float(M / 2 * np.log(alpha) + N / 2 * np.log(beta) - E - log_det_A / 2 - N / 2 * np.log(2 * np.pi))
-
-
-def _re_estimate(problem: _Problem, alpha: float, beta: float) -> tuple[float, float]:
-    """One step of PRML 3.92 and 3.95 from (alpha, beta); a `_RanOff` where α or β runs off to an edge."""
-    N = problem.N
-    _, c, gamma, residual = _terms(problem, alpha, beta)
-    # a residual at the round-off level of the fit (‖t‖∞·1e3·ε per point) means the features fit t exactly
-    if residual <= N * (1e3 * EPS * problem.t_max) ** 2 or N - gamma <= 0.0:
-        raise _RanOff("beta -> infinity: the features fit t exactly, so the evidence has no finite maximum; use fewer features")
-    if float(c @ c) == 0.0:
-        raise _RanOff(
-            "alpha -> infinity: the features explain nothing of t, so the evidence is largest with all weights zero "
-            f"(the iteration reached alpha={alpha:.3g}, beta={beta:.3g}, where m_N is 0; or a start so extreme that m_N "
-            "underflowed to 0: start nearer 1)"
-        )
-    alpha_new = gamma / float(c @ c)  # α = γ / m_Nᵀm_N   (PRML 3.92; ‖m_N‖ = ‖Wᵀm_N‖)
-    beta_new = (N - gamma) / residual  # 1/β = Σ (tₙ − m_Nᵀφₙ)² / (N − γ)   (PRML 3.95)
-    if not (alpha_new > 0 and beta_new > 0 and np.isfinite(alpha_new) and np.isfinite(beta_new)):
-        which = "alpha" if not (alpha_new > 0 and np.isfinite(alpha_new)) else "beta"
-        raise _RanOff(
-            f"{which} ran off to 0 or infinity during the re-estimation: the evidence has no finite maximum for these "
-            "features (or the starting alpha, beta are too extreme for float64: start nearer 1)"
-        )
-    return alpha_new, beta_new
-
