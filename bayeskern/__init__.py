@@ -4,7 +4,7 @@ import importlib
 
 from bayeskern import _exit, _numba_backend
 
-__all__ = ["approx", "blr", "checks", "datasets", "features", "fit", "gp", "kernels", "ntk", "smoothing"]
+__all__ = ["approx", "batch", "blr", "checks", "datasets", "features", "fit", "gp", "kernels", "ntk", "smoothing"]
 __version__ = "0.1.0"
 
 

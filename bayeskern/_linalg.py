@@ -91,6 +91,10 @@ def escalate_jitter(factor_at: Callable[[float], object], scale: float) -> tuple
 JITTER_CHANGES_NOISE = 0.01
 
 
+class JitterWarning(RuntimeWarning):
+    """A factorisation needed jitter on its matrix's diagonal (`announce_jitter`)."""
+
+
 def announce_jitter(name: str, jitter: float, noise_var: float | None = None) -> None:
     """The RuntimeWarning every factorisation gives when it needed jitter; with the noise variance σ² of the matrix, how
     the jitter compares with it (a jitter of σ² or more is a model with noise σ² + jitter)."""
@@ -100,7 +104,7 @@ def announce_jitter(name: str, jitter: float, noise_var: float | None = None) ->
         message += f" ({ratio:.3g} × sigma²)" if np.isfinite(ratio) else " (sigma = 0)"
         if ratio > JITTER_CHANGES_NOISE:
             message += ": the results are those of noise variance sigma² + jitter"
-    warnings.warn(message, RuntimeWarning, skip_file_prefixes=(PACKAGE_DIR,))
+    warnings.warn(message, JitterWarning, skip_file_prefixes=(PACKAGE_DIR,))
 
 
 def exact_cholesky(A: np.ndarray, jitter: float = 0.0) -> np.ndarray | None:

@@ -173,27 +173,68 @@ def run(specs: list, client=None, seed: int | None = None, out=None, where: dict
 
     if out is not None and len(specs) > 1:
         raise ValueError("out names the report folder of one spec; with several, each report goes to reports/<name>/")
-    if len(specs) > 1:  # every spec checked as `bayeskern check` does (its data, its models), named apart, before any fit
-        _distinct_names([cli.check(path) for path in specs])
+    if len(specs) > 1:
+        check_specs(specs)
         prepared = [cli.prepare(path, None, seed) for path in specs]  # and its report folder and the seed
         if client is not None:
-            return _specs_as_tasks(prepared, client, seed)
+            return _specs_as_tasks(prepared, client, seed, where)
     tasks = None if client is None else (lambda fn, args: submit_tasks(fn, args, client, cli._say))
-    folders, failed = [], []
+    folders, errors, failed = [], [], []
     for path in specs:
         try:
             # with a cluster, this process fits while its tasks run: one BLAS thread, not a second pool competing for the
             # cores (a limit per spec: threadpool_limits applies when made and restores on exit, once)
             with threadpool_limits(limits=1) if client is not None else contextlib.nullcontext():
                 folders.append(cli.run(path, out, seed, where, tasks))
+            _written(where, folders[-1])
         except CrossValidationFailed as err:
             failed.append(str(err))
+        except Exception as err:  # noqa: BLE001 — one spec's failure does not stop the others, as on a cluster
+            if len(specs) == 1:
+                raise
+            cli._say(f"{path}: failed: {cli._one_line(err)}")
+            errors.append(_named(path, err))
+    if errors:
+        raise errors[0]  # the first failed spec in the order given, named
     if failed:
         raise CrossValidationFailed("; ".join(failed))
     return folders
 
 
-def _specs_as_tasks(prepared: list, client, seed: int | None) -> list[Path]:
+def check_specs(paths: list) -> None:
+    """Every spec checked as `bayeskern check` does (its data, its models) and named apart, before anything runs; one
+    SpecError naming every bad spec (the first's key and reason, then each other's)."""
+    from bayeskern import cli
+    from bayeskern.spec import SpecError
+
+    checked, bad = [], []
+    for path in paths:
+        try:
+            checked.append(cli.check(path))
+        except SpecError as err:
+            bad.append(err)
+    if bad:
+        first, others = bad[0], "; ".join(str(err) for err in bad[1:])
+        raise SpecError(first.path, first.key, first.reason + (f" (also: {others})" if others else ""))
+    _distinct_names(checked)
+
+
+def _named(what, err: Exception) -> RuntimeError:
+    """A spec's runtime failure, its one line prefixed by the spec (the error a multi-spec run ends with)."""
+    from bayeskern import cli
+
+    named = RuntimeError(f"{what}: {cli._one_line(err)}")
+    named.__cause__ = err
+    return named
+
+
+def _written(where: dict | None, folder) -> None:
+    """Remember a report written by a multi-spec run (what a Ctrl-C message lists)."""
+    if where is not None:
+        where.setdefault("written", []).append(str(folder))
+
+
+def _specs_as_tasks(prepared: list, client, seed: int | None, where: dict | None = None) -> list[Path]:
     """Every spec's analysis as one task on `client`'s workers; each report written here as soon as its task is done.
     `prepared`: (spec, report folder) of each, checked (`cli.prepare`) before anything is sent. A spec whose task raised
     does not stop the others, and the first such error is raised once all are done (a failed cross-validation, after
@@ -218,9 +259,10 @@ def _specs_as_tasks(prepared: list, client, seed: int | None) -> list[Path]:
             files, cv_failure = future.result()
         except Exception as err:  # noqa: BLE001 — one spec's failure does not stop the others
             cli._say(f"{spec.name}: failed: {cli._one_line(err)}")
-            errors[i] = err
+            errors[i] = _named(spec.path, err)
             continue
         folders[i] = write_atomically(folder, files)
+        _written(where, folder)
         running = [prepared[j][0].name for f, j in futures.items() if not f.done()]
         cli._say(f"specs done: {done}/{len(prepared)}; wrote {folder}/"
                  + (f"; running for {time.monotonic() - started:.0f} s: {running[0]}" if running else ""))

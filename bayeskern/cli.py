@@ -105,6 +105,8 @@ def run_all(paths: list, out, seed, where: dict, workers: int | None = None, sch
 
     if out and len(paths) > 1:
         raise UsageError("--out names the report folder of one spec; with several, each report goes to reports/<name>/")
+    if len(paths) > 1 and (workers or scheduler):
+        batch.check_specs(paths)  # every bad spec named before a cluster is started (batch.run checks them again)
     with ctrl_c_remembered(), batch.connect(workers, scheduler, say=_say) as client:  # a Ctrl-C Python swallows still stops it
         batch.run(paths, client, seed, out, where)
 
@@ -180,12 +182,16 @@ def main(argv=None) -> int:
     except UsageError as err:
         print(f"bayeskern: error: {_one_line(err)}", file=sys.stderr)
         return 2
-    except (ValueError, OSError, RuntimeError, MemoryError) as err:
+    except (ValueError, OSError, RuntimeError, MemoryError, ImportError) as err:
         print(f"bayeskern: error: {'out of memory: ' if isinstance(err, MemoryError) else ''}{_one_line(err)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as err:
         from bayeskern.report.writer import Interrupted  # standard library only
 
+        if not isinstance(err, Interrupted) and args.command == "run" and len(args.spec) > 1 and "folder" not in where:
+            written = f"reports written: {', '.join(where['written'])}; " if where.get("written") else "no report written; "
+            print(f"bayeskern: interrupted; {written}every other spec's report folder holds what it held before", file=sys.stderr)
+            return 130  # (several specs on a cluster, each written whole as its task ends)
         if not isinstance(err, Interrupted) and "folder" in where:  # stopped before the report was being written
             err = Interrupted.before_writing(where["folder"])
         # a run that knows its report folder (or was writing one) says which report is in it

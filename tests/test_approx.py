@@ -306,6 +306,21 @@ def test_automatic_m_reads_a_random_length_scale_from_its_prior_and_is_capped():
     assert capped.m == (M_MAX[1],)
 
 
+def test_mcmc_predictions_outside_the_box_warn_once():
+    """`bk.fit.mcmc(..., Xnew=…)` on an HSGP with Xnew beyond the box c ± L: the basis's warning (its functions reflect
+    there) is said once, at the caller's line, not once a draw — and not silenced with the draws' jitter, as it was (a
+    user trial: predictions of 0.96 and −0.67 at the reflections, without a word)."""
+    X, t = bk.datasets.sinusoid(n=25, noise=0.2, seed=0)
+    with pm.Model() as model:
+        bk.gp.marginal_likelihood("y", X, t, pm.HalfNormal("eta", 2.0) * bk.kernels.RBF(pm.Gamma("ell", 4.0, 10.0)),
+                                  pm.HalfNormal("s", 0.5), approx=bk.approx.HSGP(m=25, c=2.0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bk.fit.mcmc(model, draws=10, tune=10, chains=1, seed=0, Xnew=np.array([[-0.8], [1.8]]), compute_convergence_checks=False)
+    outside = [w for w in caught if "beyond its half-width" in str(w.message)]
+    assert len(outside) == 1 and outside[0].category is RuntimeWarning and outside[0].filename == __file__
+
+
 def test_a_basis_capped_below_the_priors_length_scales_is_said_where_it_is_sampled_not_where_it_is_built():
     """`HSGP()` on a length-scale prior whose 1 % quantile needs more than M_MAX functions: the model's basis is capped.
     Empirical Bayes re-chooses the basis at its optimum, so building the model says nothing (a user trial: the warning

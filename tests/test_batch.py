@@ -265,11 +265,52 @@ def test_a_spec_that_fails_on_the_cluster_does_not_stop_the_others(spec_path, tm
     monkeypatch.setattr(batch, "_analyse_spec", _stand_in_analysis)
     monkeypatch.chdir(tmp_path)
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, Client(cluster) as client:
-        with pytest.raises(ValueError, match="positive semi-definite"):
+        with pytest.raises(RuntimeError, match=r"broken.toml: the kernel is not positive semi-definite"):  # named
             batch.run([broken, spec_path], client)
     assert (tmp_path / "reports" / "fanout" / "summary.json").read_text() == "{}\n"  # the other spec's report was written
     assert not (tmp_path / "reports" / "broken").exists()
     assert said[1:] == ["broken: failed: the kernel is not positive semi-definite", "specs done: 2/2; wrote reports/fanout/"], said
+
+
+def test_a_spec_that_fails_in_this_process_does_not_stop_the_others_and_is_named(spec_path, tmp_path, monkeypatch):
+    """Several specs without a cluster, as on one (a user trial: the first failure stopped the run, and its one line did
+    not say which spec failed): the others run, and the run ends with the first failure, prefixed by its spec."""
+    broken = tmp_path / "broken.toml"
+    broken.write_text(SPEC.replace('name = "fanout"', 'name = "broken"'))
+    ran = []
+
+    def run(path, out, seed, where, tasks):
+        ran.append(Path(path).name)
+        if Path(path).name == "broken.toml":
+            raise ValueError("MCMC chain(s) 1 of 2 never moved")
+        return tmp_path / "reports" / Path(path).stem
+    monkeypatch.setattr(cli, "run", run)
+    monkeypatch.setattr(cli, "_say", lambda message: None)
+    with pytest.raises(RuntimeError, match=r"broken.toml: MCMC chain\(s\) 1 of 2 never moved"):
+        batch.run([broken, spec_path])
+    assert ran == ["broken.toml", spec_path.name]
+
+
+def test_every_bad_spec_is_named_and_no_cluster_is_started_for_them(spec_path, tmp_path, monkeypatch, capsys):
+    """Two bad specs among three: one error names both (only the first was said), and `run --workers 2` says so before it
+    starts a cluster."""
+    bad_a, bad_b = tmp_path / "a.toml", tmp_path / "b.toml"
+    bad_a.write_text(SPEC.replace('name = "fanout"', 'name = "a"').replace('"amp * RBF(lengthscale=ell)", ', '"Sigmoid()", '))
+    bad_b.write_text(SPEC.replace('name = "fanout"', 'name = "b"').replace("[cv]", "[cv]\nbogus = 1"))
+    monkeypatch.setattr(batch, "connect", lambda *a, **k: pytest.fail("a cluster was started for bad specs"))
+    assert cli.main(["run", str(bad_a), str(spec_path), str(bad_b), "--workers", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("bayeskern: error:") == 1 and "a.toml: model.kernel" in err and "(also: " in err and "b.toml: cv" in err
+
+
+def test_ctrl_c_of_several_specs_says_which_reports_were_written(monkeypatch, capsys):
+    def interrupted(paths, out, seed, where, workers, scheduler):
+        where["written"] = ["reports/first"]
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "run_all", interrupted)
+    assert cli.main(["run", "first.toml", "second.toml", "--workers", "2"]) == 130
+    assert capsys.readouterr().err == ("bayeskern: interrupted; reports written: reports/first; every other spec's report "
+                                       "folder holds what it held before\n")
 
 
 def test_two_specs_of_one_name_are_refused_before_anything_runs(spec_path, tmp_path):

@@ -403,8 +403,10 @@ def test_an_unsuitable_model_gets_a_clear_error():
         empirical_bayes(plain)
     with pm.Model() as weights:
         bk.blr.likelihood("t", X, y, F.Polynomial(2), prior_cov=1.0, sigma=pm.HalfNormal("s"), collapsed=False)
-    with pytest.raises(ValueError, match="observed variables are: t"):
-        empirical_bayes(weights)
+    with pytest.raises(ValueError, match=r"observed variable t is not a marginal Gaussian .* collapsed=False keeps its weights"):
+        empirical_bayes(weights)  # (it said "needs exactly one observed variable … are: t", which t is: a user trial)
+    with pytest.raises(ValueError, match=r"observed variable t is not a marginal Gaussian .* collapsed=False keeps its weights"):
+        bk.fit.mcmc(weights, draws=10, tune=10)
     with pm.Model() as fixed:
         bk.gp.marginal_likelihood("y", X, y, K.RBF(0.3), 0.2)
     with pytest.raises(ValueError, match="no free random variables"):

@@ -62,6 +62,16 @@ def sinusoid_run():
     return X, y, Xnew, dt
 
 
+def test_predictive_bands_take_the_group_as_arviz_gives_it(sinusoid_run):
+    """`predictive_bands` of the posterior_predictive group as a Dataset, as its DataTree node (`dt["posterior_predictive"]`,
+    `dt.posterior_predictive`: ArviZ 1's natural objects, which said "pass Xnew to bayeskern.fit.mcmc" though Xnew was
+    passed) or the whole DataTree: the same bands."""
+    dt = sinusoid_run[3]
+    expected = bk.fit.predictive_bands(dt["posterior_predictive"].to_dataset())
+    for given in (dt["posterior_predictive"], dt.posterior_predictive, dt):
+        xr.testing.assert_identical(bk.fit.predictive_bands(given), expected)
+
+
 def test_log_likelihood_is_the_exact_loo_density_at_each_draw(sinusoid_run):
     X, y, _, dt = sinusoid_run
     post, ll = dt["posterior"].to_dataset(), dt["log_likelihood"].to_dataset()["y"]

@@ -32,6 +32,16 @@ def test_no_function_body_is_over_60_lines():
     assert long == []
 
 
+def test_every_subpackage_and_module_the_readme_names_is_an_attribute_of_bayeskern():
+    """`import bayeskern as bk; bk.batch.run(...)`: the fan-out's module is reached as the others are (a user trial found
+    an AttributeError: it needed `import bayeskern.batch`)."""
+    import types
+
+    assert {"batch", "fit", "gp", "blr", "checks", "approx"} <= set(bk.__all__)
+    assert all(isinstance(getattr(bk, name), types.ModuleType) for name in bk.__all__)
+    assert callable(bk.batch.run)
+
+
 def test_machine_epsilon_is_read_in_one_module():
     readers = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if ".eps" in p.read_text() and "finfo" in p.read_text())
     assert readers == ["_linalg.py"]

@@ -273,6 +273,8 @@ def test_blr_candidates_ranked_by_evidence(tmp_path):
     assert sorted(p.name for p in (tmp_path / "r" / "figures").iterdir()) == ["evidence.png", "fit.png", "kernel_trick.png", "prior_samples.png", "spectrum.png"]
     # the fit figure's caption names the bands it draws: empirical Bayes alone here (it once named an MCMC band too)
     assert _caption(tmp_path / "r", "fit.png") == "Data with the posterior mean and 95% band: empirical Bayes (orange, dashed band)."
+    # a BLR's prior draws are of f = Φw (they were captioned "GP prior", a user trial)
+    assert _caption(tmp_path / "r", "prior_samples.png").startswith("Functions drawn from the prior of f = Φw, w ~ N(0, Σ) at")
 
 
 def test_inputs_of_several_dimensions_get_leave_one_out_predictions(tmp_path):

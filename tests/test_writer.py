@@ -254,6 +254,21 @@ def test_check_target_accepts_new_names_empty_folders_and_reports(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "report"]
 
 
+def test_a_report_holding_files_it_did_not_write_is_not_replaced(tmp_path):
+    """A user's notes in an earlier report's folder (files its summary.json does not list) were deleted with it by the
+    next run: the folder is refused, naming them, and nothing is touched. A report holding only its own files is replaced."""
+    folder = tmp_path / "r"
+    write_atomically(folder, {"summary.json": json.dumps({"files": ["report.md", "figures/fit.png"]}),
+                              "report.md": "old", "figures/fit.png": b"png"})
+    check_target(folder)  # only what it wrote: replaceable
+    (folder / "my_notes.txt").write_text("mine")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "draft.md").write_text("mine too")
+    with pytest.raises(ValueError, match=r"holds files its report did not write \(my_notes.txt, sub/draft.md\): refusing"):
+        write_atomically(folder, {"summary.json": "{}"})
+    assert (folder / "my_notes.txt").read_text() == "mine" and (folder / "report.md").read_text() == "old"
+
+
 def test_a_failed_write_leaves_the_previous_report_and_nothing_else(tmp_path):
     folder = tmp_path / "r"
     _write_previous(folder)

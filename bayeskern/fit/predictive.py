@@ -6,7 +6,8 @@ import numpy as np
 import xarray as xr
 
 from bayeskern._blas import blas_for_size, numpy_blas_on_one_thread
-from bayeskern._validation import check_probability
+from bayeskern._linalg import JitterWarning
+from bayeskern._validation import PACKAGE_DIR, check_probability
 from bayeskern.fit._plug_in import PlugIn
 
 __all__ = ["draw_quantities", "predictive_bands"]
@@ -32,8 +33,8 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
     f, y, f_mean, f_var = (np.empty((chains, len(kept), m)) for _ in range(4))
     max_jitter = 0.0
     # small matrices: every BLAS pool on one thread (immune to busy cores); else numpy's, whose threads compete with SciPy's
-    with warnings.catch_warnings(), blas_for_size(max(plug_in.record.size(), m), larger=numpy_blas_on_one_thread):
-        warnings.simplefilter("ignore", RuntimeWarning)  # jitter is collected and reported once
+    with warnings.catch_warnings(record=True) as said, blas_for_size(max(plug_in.record.size(), m), larger=numpy_blas_on_one_thread):
+        warnings.simplefilter("always")  # jitter is collected (max_jitter) and reported once by the caller; others below
         for c in range(chains):
             for d in range(draws):
                 predicts = Xnew is not None and d % thin == 0
@@ -47,6 +48,8 @@ def draw_quantities(plug_in: PlugIn, posterior: xr.Dataset, obs_name: str, obs_d
                     f[c, k] = model.draws_from(prediction, 1, rng)[0]  # f(Xnew) ~ N(m, K** − kᵀC⁻¹k)
                     y[c, k] = f[c, k] + model.sigma * rng.standard_normal(m)  # y = f + ε, ε ~ N(0, σ²)
                     f_mean[c, k], f_var[c, k] = prediction.mean, prediction.var
+    for message, category in dict.fromkeys((str(w.message), w.category) for w in said if not issubclass(w.category, JitterWarning)):
+        warnings.warn(message, category, skip_file_prefixes=(PACKAGE_DIR,))  # once each, not once a draw (Xnew outside an HSGP's box)
     log_likelihood, predictive = _as_datasets(posterior, obs_name, obs_dim, obs_coords, kept, Xnew, log_lik, loo_draws, (f, y, f_mean, f_var))
     return log_likelihood, predictive, max_jitter
 
@@ -66,14 +69,20 @@ def _as_datasets(posterior, obs_name, obs_dim, obs_coords, kept, Xnew, log_lik, 
     return log_likelihood, predictive
 
 
-def predictive_bands(predictive: xr.Dataset, prob: float = 0.95) -> xr.Dataset:
+def predictive_bands(predictive: xr.Dataset | xr.DataTree, prob: float = 0.95) -> xr.Dataset:
     """Mean and central `prob` band at Xnew of f and of new observations y, mixed over the draws.
 
-    `f_mean`: the exact mixture mean (the average of the per-draw posterior means); the bands are
+    `predictive`: `bk.fit.mcmc`'s posterior_predictive group, as a Dataset or as the DataTree node itself (or the whole
+    DataTree). `f_mean`: the exact mixture mean (the average of the per-draw posterior means); the bands are
     quantiles of the samples (Monte Carlo).
     """
     prob = check_probability(prob, "prob")
-    if not isinstance(predictive, xr.Dataset) or "f" not in predictive:
+    if isinstance(predictive, xr.DataTree):
+        node = predictive["posterior_predictive"] if "posterior_predictive" in predictive.children else predictive
+        predictive = node.to_dataset()
+    if not isinstance(predictive, xr.Dataset):
+        raise ValueError(f"predictive must be bk.fit.mcmc's posterior_predictive (a Dataset or DataTree), got {type(predictive).__name__}")
+    if "f" not in predictive:
         raise ValueError("the posterior predictive has no samples at Xnew: pass Xnew to bayeskern.fit.mcmc")
     dims = ("chain", "draw_thinned")
     lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2

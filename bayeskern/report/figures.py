@@ -76,7 +76,7 @@ def loo_figure(a) -> bytes:
 
 
 def prior_figure(a) -> bytes:
-    """PRML figure 6.5: functions drawn from the GP prior, at the fitted θ and at θ drawn from the priors."""
+    """PRML figure 6.5: functions drawn from the prior of f, at the fitted θ and at θ drawn from the priors."""
     fig = Figure(figsize=(10, 6.5), layout="constrained")
     axes = fig.subplots(2, 3, sharex=True).ravel()
     for k, (ax, (params, f)) in enumerate(zip(axes, a.prior_draws, strict=False)):
@@ -86,8 +86,17 @@ def prior_figure(a) -> bytes:
             ax.text(0.5, 0.5, "kernel not PSD on the grid", ha="center", transform=ax.transAxes)
         text = ", ".join(f"{n}={np.asarray(v).round(3).tolist()}" for n, v in params.items())
         ax.set_title(textwrap.fill(("fitted: " if k == 0 else "prior draw: ") + text, 45), fontsize=7)
-    fig.suptitle("functions drawn from the GP prior (PRML figure 6.5)")
+    fig.suptitle(f"functions drawn from {_prior_of_f(a)}")
     return _png(fig)
+
+
+def _prior_of_f(a) -> str:
+    """What the prior draws are draws of: a GP's f (PRML figure 6.5), or a BLR's f = Φw (a GP too, k = φᵀΣφ)."""
+    return "the prior of f = Φw, w ~ N(0, Σ)" if a.spec.kind == "blr" else "the GP prior (PRML figure 6.5)"
+
+
+def prior_caption(a) -> str:
+    return f"Functions drawn from {_prior_of_f(a)} at the fitted hyperparameters and at five draws from the priors."
 
 
 def evidence_figure(a) -> bytes:
@@ -155,8 +164,7 @@ FIGURES = {
     "fit.png": (fit_caption, lambda a: a.grid_eb is not None, fit_figure),
     "loo_predictions.png": ("Observed targets against their leave-one-out predictions with 95% intervals.",
                             lambda a: a.grid_eb is None, loo_figure),
-    "prior_samples.png": ("Functions drawn from the GP prior at the fitted hyperparameters and at five draws from the priors (PRML figure 6.5).",
-                          lambda a: bool(a.prior_draws), prior_figure),
+    "prior_samples.png": (prior_caption, lambda a: bool(a.prior_draws), prior_figure),
     "evidence.png": ("Log evidence of every candidate at its empirical-Bayes optimum.",
                      lambda a: len(a.candidates) > 1, evidence_figure),
     "trace.png": ("MCMC traces and marginal densities per chain (ArviZ plot_trace_dist).",

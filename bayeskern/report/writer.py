@@ -1,5 +1,6 @@
 """Write a report folder all at once: into a temporary sibling, renamed into place; the leftovers of killed runs are swept."""
 
+import json
 import os
 import re
 import secrets
@@ -49,6 +50,16 @@ def is_report(folder) -> bool:
 def _replaceable(folder: Path) -> bool:
     """Only an empty folder or an earlier report (it has summary.json) may be replaced."""
     return folder.is_dir() and (not any(folder.iterdir()) or is_report(folder))
+
+
+def _not_written_by_it(folder: Path) -> list[str]:
+    """The files in an earlier report's folder that its summary.json does not list (a user's notes): replacing the folder
+    would delete them. Nothing for a summary without the list, or one that cannot be read (it is replaced whole)."""
+    try:
+        listed = set(json.loads((folder / "summary.json").read_text(encoding="utf-8"))["files"]) | {"summary.json"}
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if not p.is_dir() and str(p.relative_to(folder)) not in listed)
 
 
 def _alive(pid: int) -> bool:
@@ -114,6 +125,9 @@ def check_target(folder, say: Callable[[str], None] = lambda message: None) -> P
             raise ValueError(f"{folder} exists and is not a folder")
         if not _replaceable(folder):
             raise ValueError(f"{folder} exists and is not a bayeskern report (no summary.json): refusing to replace it")
+        if foreign := _not_written_by_it(folder):
+            raise ValueError(f"{folder} holds files its report did not write ({', '.join(foreign[:3])}"
+                             f"{', …' if len(foreign) > 3 else ''}): refusing to replace it; move them, or give another --out")
     existing = next(p for p in (folder.parent, *folder.parent.parents) if p.exists() or p.is_symlink())
     if not existing.is_dir():
         raise ValueError(f"{folder} cannot be made: {existing} is not a folder")
