@@ -390,47 +390,18 @@ def _converged(record: "HSGPLikelihood") -> "HSGPLikelihood":
     """The numeric `record` with the basis, from its own (PyMC's rule) upwards, in which log p(t | θ) has converged:
     m doubled in the same box while doubling moves it by more than BASIS_LML_TOL (resolution), else the box widened
     1.5× with 1.5× the functions (the same highest frequency) while that does (room at the edges). `record` itself
-    when its basis passes both. No basis beyond M_MAX is conditioned (2^d times the capped one's functions: at d = 2,
-    n = 5000, 11.7 s, more than the exact GP): a doubling is cut to M_MAX, and a test that would pass it is not made.
-    A RuntimeWarning where the basis reached M_MAX with log p still moving on the way."""
+    when its basis passes both; m is capped at M_MAX, with a RuntimeWarning where log p had not converged."""
     (finer, _), (wider, _) = LARGER_BASES
-    here, moved = (record.condition().log_marginal_likelihood, record), None
+    here = (record.condition().log_marginal_likelihood, record)
     while True:
-        bigger = _capped(_scaled(here[1].basis, *finer))
-        if bigger is None or bigger.m == here[1].basis.m:  # at M_MAX: not tested further
-            _warn_capped(here, moved)
-            return here[1]
-        step = _lml(here[1], bigger)
+        step = _lml(here[1], _scaled(here[1].basis, *finer))
         if not _moved(here[0], step[0]):
-            roomier = _scaled(here[1].basis, *wider)
-            if max(roomier.m) > M_MAX[len(roomier.m)]:
-                return here[1]  # (room at the edges untested beyond M_MAX: PyMC's c for the rule's ℓ sets it)
-            step = _lml(here[1], roomier)
+            step = _lml(here[1], _scaled(here[1].basis, *wider))
             if not _moved(here[0], step[0]):
                 return here[1]
-        moved, here = (here, step), step
-
-
-def _capped(basis: HilbertBasis) -> HilbertBasis | None:
-    """`basis` with m cut to M_MAX per column (the box as it is)."""
-    d = len(basis.m)
-    return basis if max(basis.m) <= M_MAX[d] else basis.resized(tuple(min(k, M_MAX[d]) for k in basis.m), basis.parameters()["L"])
-
-
-def _warn_capped(here: tuple, moved: tuple | None) -> None:
-    """At M_MAX: a RuntimeWarning where the last step up to it moved log p by more than BASIS_LML_TOL (`moved`: the
-    (log p, record) pairs before it and after); none where the rule's own basis was at M_MAX (its capped message said so)."""
-    if moved is None:
-        return
-    (before, small), (after, large) = moved
-    d = len(large.basis.m)
-    warnings.warn(
-        f"HSGP: log p(t | θ) was still moving when the basis reached m = {large.basis.m}, the most chosen automatically "
-        f"(m = {M_MAX[d]} per column): from m = {small.basis.m} it moved {abs(after - before):.3g} nats, and a larger "
-        "basis is not tried; give m and c, or use the exact GP or VFE",
-        RuntimeWarning,
-        skip_file_prefixes=(PACKAGE_DIR,),
-    )
+        if not _within_cap(here, step):
+            return here[1]
+        here = step
 
 
 def _moved(lml: float, other: float) -> bool:
@@ -446,6 +417,21 @@ def _size(basis: HilbertBasis) -> int:
 
 def _scaled(basis: HilbertBasis, m_factor: float, L_factor: float) -> HilbertBasis:
     return basis.resized(tuple(int(np.ceil(m_factor * k)) for k in basis.m), L_factor * basis.parameters()["L"])
+
+
+def _within_cap(here: tuple, bigger: tuple) -> bool:
+    """Whether the basis of `bigger` (log p, record) is within M_MAX; if not, a RuntimeWarning with the numbers."""
+    m, d = bigger[1].basis.m, len(bigger[1].basis.m)
+    if max(m) <= M_MAX[d]:
+        return True
+    warnings.warn(
+        f"HSGP: log p(t | θ) has not converged in the basis at m = {here[1].basis.m} (m = {m} moves it by "
+        f"{abs(bigger[0] - here[0]):.3g} nats), and more than m = {M_MAX[d]} per column is not chosen automatically; "
+        "give m and c, or use the exact GP or VFE",
+        RuntimeWarning,
+        skip_file_prefixes=(PACKAGE_DIR,),
+    )
+    return False
 
 
 @dataclass(frozen=True)
