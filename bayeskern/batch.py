@@ -187,8 +187,11 @@ def run(specs: list, client=None, seed: int | None = None, out=None, where: dict
             with threadpool_limits(limits=1) if client is not None else contextlib.nullcontext():
                 folders.append(cli.run(path, out, seed, where, tasks))
             _written(where, folders[-1])
-        except CrossValidationFailed as err:
+        except CrossValidationFailed as err:  # (its report is written, the error in its row)
             failed.append(str(err))
+            _written(where, where["folder"] if where and "folder" in where else None)
+            if len(specs) > 1:
+                cli._say(str(err))
         except Exception as err:  # noqa: BLE001 — one spec's failure does not stop the others, as on a cluster
             if len(specs) == 1:
                 raise
@@ -223,14 +226,15 @@ def _named(what, err: Exception) -> RuntimeError:
     """A spec's runtime failure, its one line prefixed by the spec (the error a multi-spec run ends with)."""
     from bayeskern import cli
 
-    named = RuntimeError(f"{what}: {cli._one_line(err)}")
+    kind = "out of memory: " if isinstance(err, MemoryError) else "" if isinstance(err, ValueError | RuntimeError | OSError) else f"{type(err).__name__}: "
+    named = RuntimeError(f"{what}: {kind}{cli._one_line(err)}")
     named.__cause__ = err
     return named
 
 
 def _written(where: dict | None, folder) -> None:
     """Remember a report written by a multi-spec run (what a Ctrl-C message lists)."""
-    if where is not None:
+    if where is not None and folder is not None:
         where.setdefault("written", []).append(str(folder))
 
 

@@ -194,8 +194,10 @@ def main(argv=None) -> int:
             return 130  # (several specs on a cluster, each written whole as its task ends)
         if not isinstance(err, Interrupted) and "folder" in where:  # stopped before the report was being written
             err = Interrupted.before_writing(where["folder"])
-        # a run that knows its report folder (or was writing one) says which report is in it
-        print(f"bayeskern: {err}" if isinstance(err, Interrupted) else "bayeskern: interrupted", file=sys.stderr)
+        # a run that knows its report folder (or was writing one) says which report is in it, and those written before it
+        earlier = [f for f in where.get("written", []) if str(f) != str(where.get("folder"))]
+        before = f"; reports written before it: {', '.join(earlier)}" if earlier else ""
+        print(f"bayeskern: {err}{before}" if isinstance(err, Interrupted) else "bayeskern: interrupted", file=sys.stderr)
         return 130
     return 0
 

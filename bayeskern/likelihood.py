@@ -126,10 +126,12 @@ def find_likelihood(model) -> tuple[object, Likelihood]:
     observed = list(model.observed_RVs)
     tagged = [v for v in observed if isinstance(getattr(v.tag, "bayeskern", None), Likelihood)]
     if len(observed) == 1 and not tagged:
+        explicit = f"{observed[0].name}_weights" in model.named_vars  # blr.likelihood(collapsed=False)'s weights
         raise ValueError(
             f"the model's observed variable {observed[0].name} is not a marginal Gaussian likelihood made by "
-            "bayeskern.gp.marginal_likelihood or bayeskern.blr.likelihood(collapsed=True) (a BLR with collapsed=False keeps "
-            "its weights as random variables: build it with collapsed=True, or sample it with pm.sample)"
+            "bayeskern.gp.marginal_likelihood or bayeskern.blr.likelihood(collapsed=True)"
+            + (" (a BLR with collapsed=False keeps its weights as random variables: build it with collapsed=True, or sample "
+               "it with pm.sample)" if explicit else "")
         )
     if len(observed) != 1 or len(tagged) != 1:
         names = ", ".join(v.name for v in observed) or "none"

@@ -291,6 +291,31 @@ def test_a_spec_that_fails_in_this_process_does_not_stop_the_others_and_is_named
     assert ran == ["broken.toml", spec_path.name]
 
 
+def test_several_specs_in_this_process_say_every_failure_and_what_was_written(monkeypatch, capsys):
+    """A review: a cross-validation failure of one spec was not said when another spec then failed at run time; a
+    Ctrl-C did not list the reports written before it; a MemoryError or KeyError lost what it was."""
+    from bayeskern.cv import CrossValidationFailed
+
+    def scenario(behaviour):
+        def run(path, out, seed, where, tasks):
+            where["folder"] = Path("reports") / Path(path).stem
+            if isinstance(behaviour[Path(path).stem], BaseException):
+                raise behaviour[Path(path).stem]
+            return where["folder"]
+        monkeypatch.setattr(cli, "run", run)
+        code = cli.main(["run", *(f"{k}.toml" for k in behaviour)])
+        return code, capsys.readouterr().err
+    monkeypatch.setattr(batch, "check_specs", lambda paths: None)
+    monkeypatch.setattr(cli, "prepare", lambda path, out, seed: (None, None))
+    monkeypatch.setattr(cli, "_say", lambda message: print(f"[say] {message}", file=sys.stderr))
+    code, err = scenario({"a": CrossValidationFailed("cross-validation failed for 1 candidate(s): RBF"), "b": ValueError("stuck")})
+    assert code == 1 and "[say] cross-validation failed for 1 candidate(s): RBF" in err and "bayeskern: error: b.toml: stuck" in err
+    code, err = scenario({"a": None, "b": KeyboardInterrupt()})
+    assert code == 130 and err.endswith("no report was written to reports/b/; reports written before it: reports/a\n")
+    assert "b.toml: out of memory: MemoryError" in scenario({"a": None, "b": MemoryError()})[1]
+    assert "b.toml: KeyError: 'ell'" in scenario({"a": None, "b": KeyError("ell")})[1]
+
+
 def test_every_bad_spec_is_named_and_no_cluster_is_started_for_them(spec_path, tmp_path, monkeypatch, capsys):
     """Two bad specs among three: one error names both (only the first was said), and `run --workers 2` says so before it
     starts a cluster."""

@@ -399,8 +399,9 @@ def test_an_unsuitable_model_gets_a_clear_error():
     with pm.Model() as plain:
         m = pm.Normal("m")
         pm.Normal("y", m, 1.0, observed=y)
-    with pytest.raises(ValueError, match="marginal Gaussian likelihood made by bayeskern.gp.marginal_likelihood"):
+    with pytest.raises(ValueError, match="marginal Gaussian likelihood made by bayeskern.gp.marginal_likelihood") as plain_error:
         empirical_bayes(plain)
+    assert "collapsed=False" not in str(plain_error.value)  # (a plain model has no explicit BLR weights)
     with pm.Model() as weights:
         bk.blr.likelihood("t", X, y, F.Polynomial(2), prior_cov=1.0, sigma=pm.HalfNormal("s"), collapsed=False)
     with pytest.raises(ValueError, match=r"observed variable t is not a marginal Gaussian .* collapsed=False keeps its weights"):

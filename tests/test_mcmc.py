@@ -72,6 +72,28 @@ def test_predictive_bands_take_the_group_as_arviz_gives_it(sinusoid_run):
         xr.testing.assert_identical(bk.fit.predictive_bands(given), expected)
 
 
+def test_the_draws_warnings_are_said_once_a_kind_not_once_a_draw():
+    """What conditioning at each draw warns (a VFE bound's jitter cost, an inaccurate posterior: numbers that change
+    from draw to draw) is said once per kind — its category and its text with the numbers masked — with how many draws
+    said it (a review: 56 warnings for 60 draws once they were no longer silenced); jitter is left to its own report."""
+    from bayeskern._linalg import JitterWarning
+    from bayeskern.fit.predictive import _say_once_each
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        for k in range(3):
+            warnings.warn(f"the bound is lower by {20 + k}.5 nats at sigma^2 = 1e-{k + 3}", RuntimeWarning)
+            warnings.warn(f"added jitter {k}e-9", JitterWarning)
+        warnings.warn("inputs beyond the box", RuntimeWarning)
+    with warnings.catch_warnings(record=True) as out:
+        warnings.simplefilter("always")
+        _say_once_each(said, 60)
+    assert [(w.category, str(w.message)) for w in out] == [
+        (RuntimeWarning, "the bound is lower by 20.5 nats at sigma^2 = 1e-3 (said at 3 of 60 posterior draws; the first's numbers)"),
+        (RuntimeWarning, "inputs beyond the box")]
+    assert {w.filename for w in out} == {__file__}
+
+
 def test_log_likelihood_is_the_exact_loo_density_at_each_draw(sinusoid_run):
     X, y, _, dt = sinusoid_run
     post, ll = dt["posterior"].to_dataset(), dt["log_likelihood"].to_dataset()["y"]

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -264,9 +265,18 @@ def test_a_report_holding_files_it_did_not_write_is_not_replaced(tmp_path):
     (folder / "my_notes.txt").write_text("mine")
     (folder / "sub").mkdir()
     (folder / "sub" / "draft.md").write_text("mine too")
-    with pytest.raises(ValueError, match=r"holds files its report did not write \(my_notes.txt, sub/draft.md\): refusing"):
+    (folder / "empty").mkdir()
+    (folder / "link").symlink_to(tmp_path)
+    (folder / ".DS_Store").write_bytes(b"finder")  # hidden: not a user's work
+    (folder / ".ipynb_checkpoints").mkdir()
+    (folder / ".ipynb_checkpoints" / "x.ipynb").write_text("{}")
+    with pytest.raises(ValueError, match=r"holds files its report did not write \(empty, link, my_notes.txt, …\): refusing"):
         write_atomically(folder, {"summary.json": "{}"})
     assert (folder / "my_notes.txt").read_text() == "mine" and (folder / "report.md").read_text() == "old"
+    for name in ("my_notes.txt", "sub", "empty", "link"):
+        (folder / name).unlink() if (folder / name).is_symlink() or (folder / name).is_file() else shutil.rmtree(folder / name)
+    write_atomically(folder, {"summary.json": "{}"})  # its own files and hidden ones only: replaced
+    assert sorted(p.name for p in folder.iterdir()) == ["summary.json"]
 
 
 def test_a_failed_write_leaves_the_previous_report_and_nothing_else(tmp_path):

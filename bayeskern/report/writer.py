@@ -53,13 +53,22 @@ def _replaceable(folder: Path) -> bool:
 
 
 def _not_written_by_it(folder: Path) -> list[str]:
-    """The files in an earlier report's folder that its summary.json does not list (a user's notes): replacing the folder
-    would delete them. Nothing for a summary without the list, or one that cannot be read (it is replaced whole)."""
+    """What an earlier report's folder holds besides the files its summary.json lists and their folders (a user's notes,
+    an empty folder of theirs, a link): replacing the folder would delete it. Hidden names (.DS_Store,
+    .ipynb_checkpoints/) do not count. Nothing for a summary without the list, or one that cannot be read."""
     try:
         listed = set(json.loads((folder / "summary.json").read_text(encoding="utf-8"))["files"]) | {"summary.json"}
     except (OSError, ValueError, KeyError, TypeError):
         return []
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if not p.is_dir() and str(p.relative_to(folder)) not in listed)
+    parents = {str(p) for name in listed for p in Path(name).parents}
+    found = []
+    for path in folder.rglob("*"):
+        name = path.relative_to(folder).as_posix()
+        if any(part.startswith(".") for part in path.relative_to(folder).parts) or name in listed:
+            continue
+        if path.is_symlink() or not path.is_dir() or name not in parents:
+            found.append(name)
+    return sorted(found)
 
 
 def _alive(pid: int) -> bool:
