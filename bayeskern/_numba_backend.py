@@ -42,12 +42,15 @@ def _register() -> None:
     import bayeskern.approx._titsias_numba  # noqa: F401
 
 
-class _RegisterAfterDispatch(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: when the dispatch package is imported, it lets the other finders find it and runs
-    `_register` once the package has executed; then it leaves `sys.meta_path`."""
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: when the module `fullname` is imported, it lets the other finders find it and runs `action`
+    once the module has executed; then it leaves `sys.meta_path`."""
+
+    def __init__(self, fullname: str, action):
+        self.fullname, self.action = fullname, action
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != _DISPATCH:
+        if fullname != self.fullname:
             return None
         sys.meta_path.remove(self)
         spec = importlib.util.find_spec(fullname)
@@ -55,15 +58,21 @@ class _RegisterAfterDispatch(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             execute(module)
-            _register()
+            self.action()
 
         spec.loader.exec_module = exec_module
         return spec
 
 
+#: the modules whose import triggers an action: PyTensor's writer of generated source (the numpy mode's Python linker
+#: writes through it too, where no Numba dispatch is ever imported: 3 files in /tmp a README fit), and the Numba dispatch
+_HOOKS = (("pytensor.link.utils", _keep_generated_source), (_DISPATCH, _register))
+
+
 def install() -> None:
-    """Register now if the dispatch is already imported, else when it is."""
-    if _DISPATCH in sys.modules:
-        _register()
-    elif not any(isinstance(finder, _RegisterAfterDispatch) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _RegisterAfterDispatch())
+    """For each hook: act now if its module is already imported, else when it is."""
+    for fullname, action in _HOOKS:
+        if fullname in sys.modules:
+            action()
+        elif not any(isinstance(f, _AfterImport) and f.fullname == fullname for f in sys.meta_path):
+            sys.meta_path.insert(0, _AfterImport(fullname, action))

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 #: compiles one elementwise graph over 4·10⁶ numbers (~0.1–0.4 s a call) with the modes given on the command line, in
 #: that order, and prints for each whether Python ran in this process's main thread while another thread was inside the
 #: compiled function, and how Numba got that function (compiled now or loaded from the disk cache)
@@ -153,6 +155,22 @@ f = pytensor.function([x], pt.exp(x) + 1.0, mode="NUMBA")
 assert np.allclose(f(np.zeros(3)), 2.0)
 print(pytensor.config.generated_src_dir)
 """
+
+
+@pytest.mark.parametrize("first", ["pytensor", "bayeskern"])
+def test_a_process_without_numba_keeps_generated_source_in_the_compile_directory_too(tmp_path, first):
+    """The numpy mode's Python linker writes the source it generates (a fused Composite's `fgraph_to_python`) through the
+    same PyTensor function as the Numba backend: a process that never imports the Numba dispatch left such files in
+    /tmp (80 in one session's runs), because the folder was named only when the dispatch was imported. It is now named
+    when PyTensor's writer is imported, whichever of PyTensor and bayeskern is imported first."""
+    probe = (f"import {first}\nimport bayeskern, pytensor, sys\nimport pytensor.tensor as pt\n"
+             "from bayeskern._compile import NUMPY\nx = pt.vector('x', dtype='float64')\n"
+             "pytensor.function([x], pt.exp(x) + 1.0, mode=NUMPY)\n"
+             "assert 'pytensor.link.numba.dispatch' not in sys.modules\nprint(pytensor.config.generated_src_dir)\n")
+    compiledir = tmp_path / "compiledir"
+    env = dict(os.environ, PYTENSOR_FLAGS=f"base_compiledir={compiledir}")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == str(compiledir / "generated_src")
 
 
 def test_the_source_pytensor_generates_for_numba_is_kept_by_content_in_the_compile_directory_not_left_in_tmp(tmp_path):
