@@ -168,14 +168,21 @@ def run(specs: list, client=None, seed: int | None = None, out=None, where: dict
     folders; if some candidate's cross-validation failed, `bayeskern.cv.CrossValidationFailed` names every such
     candidate after all the specs ran.
     """
-    from bayeskern import cli
-    from bayeskern.cv import CrossValidationFailed
-
     if out is not None and len(specs) > 1:
         raise ValueError("out names the report folder of one spec; with several, each report goes to reports/<name>/")
     if len(specs) > 1:
         check_specs(specs)
-        prepared = [cli.prepare(path, None, seed) for path in specs]  # and its report folder and the seed
+    return run_checked(specs, client, seed, out, where)
+
+
+def run_checked(specs: list, client=None, seed: int | None = None, out=None, where: dict | None = None) -> list[Path]:
+    """`run` of specs already put through `check_specs` (several) — what the command line calls once it has checked
+    them before starting a cluster."""
+    from bayeskern import cli
+    from bayeskern.cv import CrossValidationFailed
+
+    if len(specs) > 1:
+        prepared = [cli.prepare(path, None, seed) for path in specs]  # each one's report folder and the seed
         if client is not None:
             return _specs_as_tasks(prepared, client, seed, where)
     tasks = None if client is None else (lambda fn, args: submit_tasks(fn, args, client, cli._say))

@@ -105,10 +105,10 @@ def run_all(paths: list, out, seed, where: dict, workers: int | None = None, sch
 
     if out and len(paths) > 1:
         raise UsageError("--out names the report folder of one spec; with several, each report goes to reports/<name>/")
-    if len(paths) > 1 and (workers or scheduler):
-        batch.check_specs(paths)  # every bad spec named before a cluster is started (batch.run checks them again)
+    if len(paths) > 1:
+        batch.check_specs(paths)  # every bad spec named before a cluster is started
     with ctrl_c_remembered(), batch.connect(workers, scheduler, say=_say) as client:  # a Ctrl-C Python swallows still stops it
-        batch.run(paths, client, seed, out, where)
+        batch.run_checked(paths, client, seed, out, where)
 
 
 def check(path):

@@ -196,6 +196,11 @@ def _stationary_parts(kernel: Kernel) -> list:
     return [node for node in kernel.walk() if type(node) in _RULES]
 
 
+def _half_range(X: np.ndarray) -> np.ndarray:
+    """S, the data's half-range per column: the box's half-width is c·S."""
+    return (X.max(axis=0) - X.min(axis=0)) / 2.0
+
+
 def _prior_length_scales(kernel: Kernel) -> bool:
     """Whether some stationary part's length scale is a random variable (its range read off its prior's quantiles)."""
     return any(is_symbolic(node.hyperparameters["lengthscale"]) for node in _stationary_parts(kernel))
@@ -286,7 +291,7 @@ class HSGP:
             )
         groups = _variances(kernel, pt.tensor(shape=(None, d), dtype="float64"), bind_given)  # the ValueError, if any
         center = (X.max(axis=0) + X.min(axis=0)) / 2.0
-        S = (X.max(axis=0) - X.min(axis=0)) / 2.0  # the data's half-range
+        S = _half_range(X)
         if np.any(S <= 0) and self.L is None:
             raise ValueError("HSGP needs inputs that vary in every column (X's range is 0 in some column); give L")
         m, c = _check_m(self.m, d), self.c
@@ -516,7 +521,7 @@ class HSGPLikelihood(KernelLikelihood):
         d = self.X.shape[1]
         if not (self.approx.automatic and _prior_length_scales(self.kernel)) or self.basis.m != (M_MAX[d],) * d:
             return []
-        capped = _automatic(self.kernel, (self.X.max(axis=0) - self.X.min(axis=0)) / 2.0, None, None, d)[2]
+        capped = _automatic(self.kernel, _half_range(self.X), None, None, d)[2]
         return [capped] if capped else []
 
     def convergence_messages(self, conditioned=None) -> list[str]:
@@ -546,7 +551,7 @@ class HSGPLikelihood(KernelLikelihood):
         for an automatic basis, which a fit re-chooses at its optimum (`refined`) and conditioning enlarges (`_converged`)."""
         if self.approx.automatic:
             return []
-        S = (self.X.max(axis=0) - self.X.min(axis=0)) / 2.0  # the data's half-range, as the box was built
+        S = _half_range(self.X)  # as the box was built
         return [message for node in _stationary_parts(self.kernel) for message in _resolution(node, self.basis, S, fitted)]
 
     def approximation_as_fitted(self, given):
