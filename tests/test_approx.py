@@ -13,6 +13,7 @@ from bayeskern import blr
 from bayeskern._compile import numpy_function
 from bayeskern._weight_space_evidence import weight_space_evidence
 from bayeskern.approx.hsgp import M_MAX, HilbertBasis
+from bayeskern.likelihood import find_likelihood
 
 RNG = np.random.default_rng(7)
 X1 = np.sort(RNG.uniform(-2.0, 3.0, 150))
@@ -325,7 +326,6 @@ def test_a_basis_capped_below_the_priors_length_scales_is_said_where_it_is_sampl
     """`HSGP()` on a length-scale prior whose 1 % quantile needs more than M_MAX functions: the model's basis is capped.
     Empirical Bayes re-chooses the basis at its optimum, so building the model says nothing (a user trial: the warning
     was noise for every EB fit, at a line inside the package); `bk.fit.mcmc`, which samples through it, says it is capped."""
-    from bayeskern.likelihood import find_likelihood
 
     X, t = bk.datasets.sinusoid(n=25, noise=0.2, seed=0)
     with warnings.catch_warnings():
@@ -474,6 +474,27 @@ def test_an_evidence_that_needs_more_than_m_max_warns(monkeypatch):
     assert chosen.features.m[0] <= 12
 
 
+def test_a_capped_basis_at_an_empirical_bayes_optimum_is_one_fit_warning_about_the_basis_kept(monkeypatch):
+    """With M_MAX lowered to 12, the fit's optimum needs more functions than the cap. The bases the refinement tries on
+    the way (PyMC's rule at each optimum, grown) are not said; the basis the fit keeps is said once, as a FitWarning at
+    the caller's line, with its own m — where it used to be two RuntimeWarnings, one about a basis the fit did not keep."""
+    import bayeskern.approx.hsgp as hsgp
+
+    monkeypatch.setattr(hsgp, "M_MAX", {1: 12, 2: 40, 3: 14})
+    with pm.Model() as model:
+        ell = pm.InverseGamma("ell", 5.0, 10.0)
+        eta = pm.HalfNormal("eta", 2.0)
+        sigma = pm.HalfNormal("sigma", 0.5)
+        bk.gp.marginal_likelihood("y", X_SMOOTH, Y_SMOOTH, eta**2 * bk.kernels.Matern52(ell), sigma, approx=bk.approx.HSGP())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bk.fit.empirical_bayes(model, restarts=1, seed=1)
+    said = [w for w in caught if "has not converged in the basis" in str(w.message)]
+    kept = find_likelihood(model)[1].basis.m
+    assert [(w.category, w.filename) for w in said] == [(bk.fit.FitWarning, __file__)]
+    assert f"basis at m = {kept}" in str(said[0].message) and kept == (12,)
+
+
 def test_conditioning_on_a_basis_short_of_pymcs_rule_warns_where_the_error_is_large():
     """The README's data and ℓ = 0.3: with c = 1.5 PyMC's rule asks for L ≥ 0.96 (the box has 0.75) and the measured
     error is 0.12 against the tolerance 0.01 — a RuntimeWarning at the caller's line; with c = 2.0 the rule holds, the
@@ -530,7 +551,6 @@ def test_m_left_to_the_rule_is_sized_for_the_box_given():
 
 def test_the_basis_an_automatic_hsgp_chose_is_named_in_plain_numbers():
     """The report names the basis a fit chose as `HSGP(m=…, L=…)`: floats, not `np.float64(8.99…)` (a user trial)."""
-    from bayeskern.likelihood import find_likelihood
 
     X, t = bk.datasets.sinusoid(n=25, noise=0.2, seed=0)
     with pm.Model() as model:

@@ -316,7 +316,7 @@ class HSGP:
     def marginal_likelihood(self, name: str, X, y, kernel: Kernel, sigma, **kwargs):
         """Add the collapsed HSGP likelihood t ~ N(0, ΦVΦᵀ + σ²I) to the current PyMC model (see `bayeskern.gp.marginal_likelihood`)."""
         name, (X, t) = check_name(name), owned_data(X, y)  # (kept by the likelihood's record: not the caller's arrays)
-        record = self._record(check_kernel(kernel), X, t, check_sigma(sigma, allow_zero=False))
+        record = _said_if_capped(self._record(check_kernel(kernel), X, t, check_sigma(sigma, allow_zero=False)))
         record = dataclasses.replace(record, shared=SharedBasis.of(name, record.basis, record.rows))
         shared = record.shared
         y_data = pytensor.shared(t, name=f"{name}_y", shape=(None,))
@@ -340,7 +340,7 @@ class HSGP:
 
         `box_of`: the inputs whose range sets the box and m (X if None) — all the data, when X is a subsample.
         """
-        record = self._record(kernel, X, t, sigma, box_of)
+        record = _said_if_capped(self._record(kernel, X, t, sigma, box_of))
         for message in record.resolution_messages(fitted=False):
             warnings.warn(message, ShortBasisWarning, skip_file_prefixes=(PACKAGE_DIR,))
         return record.condition()
@@ -352,6 +352,13 @@ class HSGP:
         basis = self.basis(kernel, X if box_of is None else box_of)
         record = HSGPLikelihood(X, t, sigma, kernel, basis, DesignRows(basis, X, t), self)
         return _converged(record) if self.automatic and not any(is_symbolic(v) for v in record.hyperparameters()) else record
+
+
+def _said_if_capped(record: "HSGPLikelihood") -> "HSGPLikelihood":
+    """`record`, after a RuntimeWarning with its `capped` message if it has one (a basis used as it is)."""
+    if record.capped:
+        warnings.warn(record.capped, RuntimeWarning, skip_file_prefixes=(PACKAGE_DIR,))
+    return record
 
 
 def _pymc_rule(s: float, low: float, high: float, rule: str, box: float | None = None) -> tuple[int, float]:
@@ -395,7 +402,8 @@ def _converged(record: "HSGPLikelihood") -> "HSGPLikelihood":
     """The numeric `record` with the basis, from its own (PyMC's rule) upwards, in which log p(t | θ) has converged:
     m doubled in the same box while doubling moves it by more than BASIS_LML_TOL (resolution), else the box widened
     1.5× with 1.5× the functions (the same highest frequency) while that does (room at the edges). `record` itself
-    when its basis passes both; m is capped at M_MAX, with a RuntimeWarning where log p had not converged."""
+    when its basis passes both; m is capped at M_MAX, and a basis stopped there before log p converged carries the
+    message that says so (`capped`), for its caller to give."""
     (finer, _), (wider, _) = LARGER_BASES
     here = (record.condition().log_marginal_likelihood, record)
     while True:
@@ -403,9 +411,10 @@ def _converged(record: "HSGPLikelihood") -> "HSGPLikelihood":
         if not _moved(here[0], step[0]):
             step = _lml(here[1], _scaled(here[1].basis, *wider))
             if not _moved(here[0], step[0]):
-                return here[1]
-        if not _within_cap(here, step):
-            return here[1]
+                return here[1] if here[1].capped is None else dataclasses.replace(here[1], capped=None)
+        capped = _beyond_cap(here, step)
+        if capped:
+            return dataclasses.replace(here[1], capped=capped)
         here = step
 
 
@@ -424,31 +433,28 @@ def _scaled(basis: HilbertBasis, m_factor: float, L_factor: float) -> HilbertBas
     return basis.resized(tuple(int(np.ceil(m_factor * k)) for k in basis.m), L_factor * basis.parameters()["L"])
 
 
-def _within_cap(here: tuple, bigger: tuple) -> bool:
-    """Whether the basis of `bigger` (log p, record) is within M_MAX; if not, a RuntimeWarning with the numbers."""
+def _beyond_cap(here: tuple, bigger: tuple) -> str | None:
+    """Where the basis of `bigger` (log p, record) exceeds M_MAX, the message that log p had not converged in `here`'s."""
     m, d = bigger[1].basis.m, len(bigger[1].basis.m)
     if max(m) <= M_MAX[d]:
-        return True
-    warnings.warn(
-        f"HSGP: log p(t | θ) has not converged in the basis at m = {here[1].basis.m} (m = {m} moves it by "
-        f"{abs(bigger[0] - here[0]):.3g} nats), and more than m = {M_MAX[d]} per column is not chosen automatically; "
-        "give m and c, or use the exact GP or VFE",
-        RuntimeWarning,
-        skip_file_prefixes=(PACKAGE_DIR,),
-    )
-    return False
+        return None
+    return (f"HSGP: log p(t | θ) has not converged in the basis at m = {here[1].basis.m} (m = {m} moves it by "
+            f"{abs(bigger[0] - here[0]):.3g} nats), and more than m = {M_MAX[d]} per column is not chosen automatically; "
+            "give m and c, or use the exact GP or VFE")
 
 
 @dataclass(frozen=True)
 class SharedBasis:
     """A model's HSGP basis and statistics as shared variables of its graph — the R factor of [Φ | t] (S, c, ρ²:
     `DesignRows.r_factor`), the frequencies ω, the box's centre and half-width — so that a refit with another basis
-    (`HSGPLikelihood.refined`) sets values, not graphs."""
+    (`HSGPLikelihood.refined`) sets values, not graphs; `capped_at_fit`: the message, if any, that the basis kept at
+    the last fit optimum `refined` judged stopped at M_MAX before log p(t | θ) converged in it."""
 
     r_factor: tuple
     omega: object
     center: object
     L: object
+    capped_at_fit: list = field(default_factory=list, compare=False)
 
     @classmethod
     def of(cls, name: str, basis: HilbertBasis, rows: DesignRows) -> "SharedBasis":
@@ -469,7 +475,9 @@ class SharedBasis:
 class HSGPLikelihood(KernelLikelihood):
     """The record of the collapsed HSGP t ~ N(0, ΦV_θΦᵀ + σ²I): data, σ, the exact kernel, its basis and the statistics of Φ.
 
-    `approx`: the settings it was built with; `shared`: in a PyMC model, the basis as the graph's shared variables.
+    `approx`: the settings it was built with; `shared`: in a PyMC model, the basis as the graph's shared variables;
+    `capped`: where an automatic basis stopped growing at M_MAX before log p(t | θ) converged in it (`_converged`), the
+    message that says so.
     """
 
     X: np.ndarray
@@ -480,17 +488,23 @@ class HSGPLikelihood(KernelLikelihood):
     rows: DesignRows = field(repr=False)
     approx: HSGP = field(default_factory=HSGP)
     shared: SharedBasis | None = field(default=None, repr=False)
+    capped: str | None = field(default=None, repr=False)
 
     def refined(self, numeric: "HSGPLikelihood") -> "HSGPLikelihood | None":
         """With an automatic basis, at the hyperparameters of `numeric` (a fit's optimum, in this record's basis): None if
         log p(t | θ) has converged in this basis (`_converged`) and it is at most twice the size of the basis grown from
-        PyMC's rule there; else this record with the smaller of the two converged bases (this one grown, or the rule's)."""
+        PyMC's rule there; else this record with the smaller of the two converged bases (this one grown, or the rule's).
+        A kept basis that stopped at M_MAX before log p converged is noted in `shared.capped_at_fit` (`fit_warnings`)."""
         if not self.approx.automatic or self.shared is None:
             return None
-        grown = _converged(numeric)  # `numeric` itself when log p has converged in its basis
-        chosen = self.approx._record(numeric.kernel, self.X, self.y, numeric.sigma)  # PyMC's rule at the fitted ℓ, then grown
-        if grown is numeric and _size(self.basis) <= 2 * _size(chosen.basis):
-            return None  # the factor 2 keeps a fit from chasing the rule's c, which moves with every ℓ
+        with warnings.catch_warnings():  # (the bases tried here are not used as they are: the one kept is said once, below)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            grown = _converged(numeric)  # `numeric`'s basis when log p has converged in it
+            chosen = self.approx._record(numeric.kernel, self.X, self.y, numeric.sigma)  # PyMC's rule at the fitted ℓ, then grown
+        kept = grown.basis is numeric.basis and _size(self.basis) <= 2 * _size(chosen.basis)  # (the factor 2 keeps a fit
+        self.shared.capped_at_fit[:] = [grown.capped] if kept and grown.capped else []  # from chasing the rule's c)
+        if kept:
+            return None
         best = min((grown, chosen), key=lambda r: _size(r.basis))
         return dataclasses.replace(self, basis=best.basis, rows=best.rows)
 
@@ -513,7 +527,8 @@ class HSGPLikelihood(KernelLikelihood):
         return 0  # the log density reads the R factor of [Φ | t]: O(M³), whatever n
 
     def fit_warnings(self, conditioned=None) -> list[str]:
-        return self.resolution_messages(fitted=True) + self.convergence_messages(conditioned)
+        capped = list(self.shared.capped_at_fit) if self.shared is not None else []  # (an automatic basis, judged by `refined`)
+        return capped + self.resolution_messages(fitted=True) + self.convergence_messages(conditioned)
 
     def sampling_warnings(self) -> list[str]:
         """An automatic basis chosen from the length scales' prior and capped at M_MAX: a sampler uses it as it is (not
