@@ -77,6 +77,13 @@ class Analysis:
     def chosen(self) -> Candidate:
         return self.candidates[self.selected]
 
+    @property
+    def grid(self) -> np.ndarray | None:
+        """The prediction grid as the model sees it: the spec's, in the inputs' own units, standardised like them where
+        the data were (`Data.standardisation`)."""
+        scaled = self.data.standardisation
+        return self.spec.grid if self.spec.grid is None or scaled is None else scaled.inputs(self.spec.grid[:, None])[:, 0]
+
 
 def _quiet(say: Callable) -> Callable:
     return say if say is not None else (lambda message: None)
@@ -106,7 +113,7 @@ def run_analysis(spec: Spec, seed: int | None = None, say: Callable[[str], None]
             pending = _start_cv(spec, data, seed, say, tasks, [c.eb.params for c in candidates])
         obs, record = find_likelihood(result.chosen.model)
         plug_in = result.chosen.eb.plug_in if result.chosen.eb is not None else PlugIn(result.chosen.model, record)
-        Xgrid = None if spec.grid is None else spec.grid[:, None]
+        Xgrid = None if result.grid is None else result.grid[:, None]
         if spec.mcmc is not None:
             _sample(result, obs.name, Xgrid, say, progressbar)
         _at_point(result, plug_in, Xgrid, say)

@@ -8,6 +8,7 @@ of two candidates' elpd has se √(n·var(pointwise₁ − pointwise₂)), as in
 Every (candidate, fold) fit is one task whose seed derives from the spec's seed and the task's key alone.
 """
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 
@@ -76,7 +77,7 @@ def _training_rows(data: Data, test: np.ndarray) -> np.ndarray:
 
 
 def _training_split(data: Data, train: np.ndarray) -> Data:
-    return Data(data.X[train], data.y[train], data.x_names, data.y_name, f"{data.description} (a training split)")
+    return dataclasses.replace(data, X=data.X[train], y=data.y[train], description=f"{data.description} (a training split)")
 
 
 def _caught(fn, *args) -> tuple:

@@ -8,18 +8,41 @@ import numpy as np
 
 from bayeskern._validation import check_integer, check_number, check_seed
 
-__all__ = ["MAX_CSV_ROWS", "PACKAGE_DATASETS", "SOURCE_KEYS", "Data", "load", "sinusoid"]
+__all__ = ["MAX_CSV_ROWS", "PACKAGE_DATASETS", "SOURCE_KEYS", "Data", "Standardisation", "load", "sinusoid"]
+
+
+@dataclass(frozen=True)
+class Standardisation:
+    """The z-scores z = (v − mean) / sd a data set's columns were put into: X's per column, y's."""
+
+    x_mean: np.ndarray
+    x_sd: np.ndarray
+    y_mean: float
+    y_sd: float
+
+    def inputs(self, X: np.ndarray) -> np.ndarray:
+        """Inputs in the data's own units (rows like X's) as the model sees them: (x − mean) / sd per column."""
+        return (X - self.x_mean) / self.x_sd
+
+    def as_dict(self) -> dict:
+        return {"x_mean": self.x_mean.tolist(), "x_sd": self.x_sd.tolist(), "y_mean": self.y_mean, "y_sd": self.y_sd}
 
 
 @dataclass(frozen=True)
 class Data:
-    """Inputs X (n, d), targets y (n,), their column names, and a sentence saying where they came from."""
+    """Inputs X (n, d), targets y (n,), their column names, a sentence saying where they came from, and the
+    standardisation they were put into (None: the data's own units)."""
 
     X: np.ndarray
     y: np.ndarray
     x_names: tuple
     y_name: str
     description: str
+    standardisation: Standardisation | None = None
+
+    def label(self, name: str) -> str:
+        """A column's name as an axis shows it: with "(standardised)" where the model sees z-scores."""
+        return name if self.standardisation is None else f"{name} (standardised)"
 
 
 def sinusoid(n: int = 10, noise: float = 0.3, seed=0) -> tuple[np.ndarray, np.ndarray]:
@@ -150,11 +173,13 @@ def load(source: str, base=".", n=None, seed=0, noise=0.3, path=None, x=None, y=
             raise ValueError(f"n = {n} but {origin} has only {len(t)} rows")
         rows = np.sort(np.random.default_rng(seed).choice(len(t), size=n, replace=False))
         X, t = X[rows], t[rows]
+    scaled = None
     if standardize:  # z = (v − mean) / sd per column
-        sd_X, sd_t = X.std(axis=0), t.std()
-        if np.any(sd_X == 0) or sd_t == 0:
+        scaled = Standardisation(X.mean(axis=0), X.std(axis=0), float(t.mean()), float(t.std()))
+        if np.any(scaled.x_sd == 0) or scaled.y_sd == 0:
             raise ValueError(f"{origin}: a constant column cannot be standardised")
-        X, t = (X - X.mean(axis=0)) / sd_X, (t - t.mean()) / sd_t
-    how = ", standardised" if standardize else ""
+        X, t = scaled.inputs(X), (t - scaled.y_mean) / scaled.y_sd
+    how = (", standardised (every column of X and y to mean 0, sd 1: the numbers below are in these units; a prediction grid "
+           "is given in the inputs' own units and standardised alike)") if standardize else ""
     return Data(np.asarray(X, float), np.asarray(t, float), tuple(x_names), y_name,
-                f"{origin}: {len(t)} rows, inputs {', '.join(x_names)}, target column {y_name!r}{how}")
+                f"{origin}: {len(t)} rows, inputs {', '.join(x_names)}, target column {y_name!r}{how}", scaled)

@@ -126,3 +126,57 @@ def test_blr_spectrum_is_that_of_phi_sigma_phi_transpose(tmp_path):
     # the evidence at the optimum: numpy's log N(t | 0, a·ΦΦᵀ + σ²I) (PRML 3.86), 1e-9 relative as above
     expected = ref.blr_posterior(Phi, t, p["noise"], p["a"] * np.eye(4), Phi)[4]
     np.testing.assert_allclose(analysis.chosen.log_marginal_likelihood, expected, rtol=1e-9)
+
+
+STANDARDISED_CSV = """
+name = "years"
+seed = 1
+[data]
+source = "csv"
+path = "series.csv"
+x = ["year"]
+y = "level"
+standardize = true
+[priors]
+ell = "Gamma(alpha=2.0, beta=2.0)"
+eta = "HalfNormal(sigma=2.0)"
+noise = "HalfNormal(sigma=0.5)"
+[model]
+kind = "gp"
+kernel = "eta * RBF(lengthscale=ell)"
+sigma = "noise"
+[fit.empirical_bayes]
+restarts = 1
+[predict]
+start = 1961.0
+stop = 1989.0
+num = 7
+[report]
+prior_samples = 0
+"""
+
+
+def test_a_grid_on_standardised_data_is_given_in_the_inputs_own_units_and_standardised_alike(tmp_path):
+    """Years 1960–1990 and levels around 300, standardised: the grid 1961–1989 is in years and is predicted at its
+    z-scores (within the data), not at z = 1961… (a prior 1961 sds away). The model's numbers are in z-units, and the
+    standardisation is recorded; the reference standardises with numpy and predicts from R&W 2.25–2.26."""
+    rng = np.random.default_rng(0)
+    year = np.sort(rng.uniform(1960.0, 1990.0, 30))
+    level = 300.0 + 2.0 * np.sin(year / 3.0) + 0.3 * rng.standard_normal(30)
+    (tmp_path / "series.csv").write_text("year,level\n" + "".join(f"{a!r},{b!r}\n" for a, b in zip(year.tolist(), level.tolist())))
+    analysis = _run(tmp_path, STANDARDISED_CSV)
+    z_year, z_level = (year - year.mean()) / year.std(), (level - level.mean()) / level.std()
+    z_grid = (np.linspace(1961.0, 1989.0, 7) - year.mean()) / year.std()
+    np.testing.assert_allclose(analysis.grid, z_grid, rtol=0, atol=1e-12)  # (numpy's mean and std, the same rounding)
+    p = analysis.point
+    K = lambda A, B: p["eta"] * ref.rbf(A, B, p["ell"])  # noqa: E731
+    mean, cov, _ = ref.gp_posterior(K(z_year[:, None], z_year[:, None]), K(z_year[:, None], z_grid[:, None]),
+                                    K(z_grid[:, None], z_grid[:, None]), z_level, p["noise"])
+    # the same formulas at the same hyperparameters, Cholesky against plain solves on cond(C) ≲ 1e4: 1e-9 absolute on
+    # values of order 1 (the z-scores); at z = 1961… the old code's mean was the prior's 0 and its sd η
+    np.testing.assert_allclose(analysis.grid_eb.mean, mean, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(analysis.grid_eb.std, np.sqrt(np.diag(cov)), rtol=0, atol=1e-9)
+    scaled = analysis.data.standardisation.as_dict()
+    np.testing.assert_allclose([scaled["x_mean"][0], scaled["x_sd"][0], scaled["y_mean"], scaled["y_sd"]],
+                               [year.mean(), year.std(), level.mean(), level.std()], rtol=1e-12)
+    assert analysis.data.label("year") == "year (standardised)" and "given in the inputs' own units" in analysis.data.description

@@ -37,7 +37,7 @@ def fit_figure(a) -> bytes:
     """The data with the posterior mean and 95% band on the grid: empirical Bayes and MCMC overlaid."""
     fig = Figure(figsize=(7, 4))
     ax = fig.subplots()
-    x = a.spec.grid
+    x = a.grid
     what = "y" if a.spec.include_noise else "f"
     if a.bands is not None:
         ax.fill_between(x, a.bands[f"{what}_lower"], a.bands[f"{what}_upper"], color=MCMC_COLOUR, alpha=0.25, label="MCMC 95% band")
@@ -48,7 +48,7 @@ def fit_figure(a) -> bytes:
     ax.plot(x, post.mean + Z95 * post.std, color=EB_COLOUR, ls="--", lw=1)
     ax.plot(x, post.mean, color=EB_COLOUR, label=f"{label} mean")
     ax.plot(a.data.X[:, 0], a.data.y, "o", color=DATA_COLOUR, ms=4, label="data")
-    ax.set(xlabel=a.data.x_names[0], ylabel=a.data.y_name,
+    ax.set(xlabel=a.data.label(a.data.x_names[0]), ylabel=a.data.label(a.data.y_name),
            title=f"posterior of {'new observations' if a.spec.include_noise else 'f(x)'}")
     ax.legend(fontsize=8, loc="best")
     return _png(fig)
@@ -70,7 +70,7 @@ def loo_figure(a) -> bytes:
                     label="p(tᵢ | t₋ᵢ, θ) over MCMC draws")
     span = [min(a.data.y.min(), mean.min()), max(a.data.y.max(), mean.max())]
     ax.plot(span, span, color="grey", lw=1)
-    ax.set(xlabel=f"observed {a.data.y_name}", ylabel="leave-one-out prediction", title="leave-one-out predictions")
+    ax.set(xlabel=f"observed {a.data.label(a.data.y_name)}", ylabel="leave-one-out prediction", title="leave-one-out predictions")
     ax.legend(fontsize=8)
     return _png(fig)
 
@@ -81,7 +81,7 @@ def prior_figure(a) -> bytes:
     axes = fig.subplots(2, 3, sharex=True).ravel()
     for k, (ax, (params, f)) in enumerate(zip(axes, a.prior_draws, strict=False)):
         if f is not None:
-            ax.plot(a.spec.grid, f.T, lw=1)
+            ax.plot(a.grid, f.T, lw=1)
         else:
             ax.text(0.5, 0.5, "kernel not PSD on the grid", ha="center", transform=ax.transAxes)
         text = ", ".join(f"{n}={np.asarray(v).round(3).tolist()}" for n, v in params.items())
@@ -147,7 +147,7 @@ def kernel_trick_figure(a) -> bytes:
     for key, colour in (("mean", "black"), ("sd", "grey")):
         diff = np.abs(c[f"weight_{key}"] - c[f"function_{key}"])[order]
         bottom.semilogy(x[order], np.maximum(diff, 1e-300), color=colour, label=f"|Δ {key}|")
-    bottom.set(xlabel=a.data.x_names[0], ylabel="|difference|")
+    bottom.set(xlabel=a.data.label(a.data.x_names[0]), ylabel="|difference|")
     bottom.legend(fontsize=8)
     return _png(fig)
 

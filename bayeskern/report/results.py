@@ -22,7 +22,8 @@ def summary(a, files: list[str]) -> dict:
         "spec": str(spec.path),
         "seed": a.seed,
         "data": {**spec.data.as_kwargs(), "n": int(len(a.data.y)), "inputs": list(a.data.x_names), "target": a.data.y_name,
-                 "description": a.data.description},
+                 "description": a.data.description,
+                 "standardisation": None if a.data.standardisation is None else a.data.standardisation.as_dict()},
         "model": {"kind": spec.kind, "candidates": list(spec.candidates), "priors": spec.priors, "sigma": spec.sigma,
                   "prior_cov": spec.prior_cov},
         "candidates": [{"expression": c.expression, "log_marginal_likelihood": c.log_marginal_likelihood,
@@ -86,7 +87,7 @@ def results_tree(a) -> xr.DataTree:
     preds = {"loo_mean": ("obs", mean), "loo_sd": ("obs", sd)}
     coords = {"obs": obs}
     if a.grid_eb is not None:
-        coords["x"] = a.spec.grid
+        coords["x"] = a.grid
         preds |= {"mean": ("x", a.grid_eb.mean), "sd": ("x", a.grid_eb.std)}
         if a.bands is not None:
             preds |= {f"mcmc_{k}": ("x", v.values) for k, v in a.bands.data_vars.items()}
