@@ -251,7 +251,11 @@ def test_a_blr_audit_with_other_features_asks_whether_the_models_kernel_is_their
     assert audit["passed"] is False and audit["rel_diff"]["cov"] > 1e-3
     assert audit["features"] == "Fourier(order=2, period=1.0)" and audit["prior_cov"] == 1.0
     assert audit["kernel"].startswith("FeatureKernel(Monomials(degree=3), prior_cov=")  # Polynomial(3) is Monomials(3)
-    assert "Fourier(order=2, period=1.0)" in (tmp_path / "r" / "report.md").read_text()
+    # the report says what was compared and what the failure means (it once said "kernel_trick: FAILED." alone)
+    assert ("(BLR with features Fourier(order=2, period=1.0), prior covariance Σ = 1) against the function-space one "
+            "(GP with kernel FeatureKernel(Monomials(degree=3)") in (tmp_path / "r" / "report.md").read_text()
+    assert "differ beyond rtol = 1e-08 (" in (tmp_path / "r" / "report.md").read_text()
+    assert "that kernel is not φᵀΣφ of these features." in (tmp_path / "r" / "report.md").read_text()
 
 
 def test_blr_candidates_ranked_by_evidence(tmp_path):
@@ -270,6 +274,7 @@ def test_blr_candidates_ranked_by_evidence(tmp_path):
     assert summary["mcmc"] is None and summary["eb_vs_mcmc"] is None
     # the selected features at the fitted α⁻¹, σ: weight space equals function space (the audit's rtol 1e-8)
     assert summary["checks"]["kernel_trick"]["passed"] is True
+    assert "agree within rtol = 1e-08: on these points that kernel is φᵀΣφ of these features." in (tmp_path / "r" / "report.md").read_text()
     assert sorted(p.name for p in (tmp_path / "r" / "figures").iterdir()) == ["evidence.png", "fit.png", "kernel_trick.png", "prior_samples.png", "spectrum.png"]
     # the fit figure's caption names the bands it draws: empirical Bayes alone here (it once named an MCMC band too)
     assert _caption(tmp_path / "r", "fit.png") == "Data with the posterior mean and 95% band: empirical Bayes (orange, dashed band)."

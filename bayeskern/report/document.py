@@ -159,13 +159,26 @@ def _checks(summary: dict, fig) -> list[tuple]:
         if name == "approximation":
             continue  # its own section
         verdict = result["passed"]
-        sentence = f" {result['verdict']}" if isinstance(result.get("verdict"), str) else ""
+        sentence = f" {result['verdict']}" if isinstance(result.get("verdict"), str) else _kernel_trick_sentence(result)
         out.append(("p", f"{name}: {'passed' if verdict else 'FAILED'}.{sentence}"))
         result = {k: v for k, v in result.items() if k not in ("eigenvalues", "verdict", "is_psd")}  # spectrum plotted; is_psd = passed
         flat = {f"{k}.{j}" if isinstance(v, dict) else k: w for k, v in result.items() for j, w in (v.items() if isinstance(v, dict) else [(None, v)])}
         out.append(("table", ["quantity", "value"], [[k, v if isinstance(v, str) else _num(v, 3)] for k, v in flat.items()]))
     out += fig("kernel_trick.png")
     return out
+
+
+def _kernel_trick_sentence(result: dict) -> str:
+    """For the kernel-trick audit: the two sides it compared, and what its verdict says of the model's kernel."""
+    if "kernel" not in result:
+        return ""
+    sides = (f" The weight-space posterior (BLR with features {result['features']}, prior covariance Σ = {_num(result['prior_cov'])}) "
+             f"against the function-space one (GP with kernel {result['kernel']}), both with σ = {_num(result['sigma'], 3)}")
+    if result["passed"]:
+        return f"{sides}, agree within rtol = {_num(result['rtol'], 2)}: on these points that kernel is φᵀΣφ of these features."
+    worst = max(result["rel_diff"], key=result["rel_diff"].get)
+    return (f"{sides}, differ beyond rtol = {_num(result['rtol'], 2)} ({worst}: {_num(result['rel_diff'][worst], 3)} relative): "
+            "that kernel is not φᵀΣφ of these features.")
 
 
 def _approximation(summary: dict) -> list[tuple]:
