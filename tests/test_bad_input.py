@@ -448,7 +448,7 @@ EXEMPT = {
     "bayeskern.checks.KernelTrickResult": "result", "bayeskern.checks.PSDCheck": "result", "bayeskern.checks.RFFConvergence": "result",
     "bayeskern.checks.RidgeDualityResult": "result", "bayeskern.checks.SamplingCheckResult": "result", "bayeskern.smoothing.KDEOrders": "result",
     "bayeskern.smoothing.KernelRidgeResult": "result", "bayeskern.smoothing.NadarayaWatsonResult": "result",
-    "bayeskern.smoothing.SmootherComparison": "result", "bayeskern.ntk.NTKDynamics": "result", "bayeskern.datasets.Data": "result",
+    "bayeskern.smoothing.SmootherComparison": "result", "bayeskern.ntk.NTKDynamics": "result", "bayeskern.datasets.Data": "result", "bayeskern.datasets.Standardisation": "result",
     # a record of profile functions, built by smoothing_kernel(name), which has its cases
     "bayeskern.smoothing.SmoothingKernel": "built by smoothing_kernel",
     # solvers and likelihood records: built by condition() / the likelihood functions, which have their cases
