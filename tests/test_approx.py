@@ -114,8 +114,9 @@ def test_the_collapsed_hsgp_refuses_a_value_other_than_its_observed_y():
 def test_a_spectral_density_that_underflows_keeps_the_likelihood_and_its_gradient_finite():
     """ℓ = 50 on a box of half-width 4: S(ωⱼ) = √(2π)ℓ·exp(−½ℓ²ωⱼ²) underflows to 0 for all but the first frequencies.
 
-    The variances are floored at the smallest normal float where they are made: the model's log density
-    equals the dense Gaussian of those floored variances (numpy), and its gradient is finite.
+    The variances are floored where they are made (at VARIANCE_FLOOR × the largest, which weighs nothing): the model's
+    log density equals the dense Gaussian of the variances floored only at the smallest normal float (numpy, 1e-10), and
+    its gradient is finite.
     """
     with pm.Model() as model:
         ell, sigma = pm.LogNormal("ell", np.log(50.0), 0.1), pm.HalfNormal("sigma", 1.0)
@@ -130,6 +131,35 @@ def test_a_spectral_density_that_underflows_keeps_the_likelihood_and_its_gradien
     value, *grad = value_and_grad(point)  # log p(y | θ), and ∂ log p(y, θ)/∂(log ℓ, log σ) as compile_dlogp gave
     assert np.all(np.isfinite(grad))
     assert value == pytest.approx(dense_lml(Phi, np.maximum(v, np.finfo(float).tiny), Y1, 0.3), rel=1e-10)
+
+
+def test_variances_near_the_smallest_float_cost_an_evaluation_no_more_than_any_others():
+    """m = 600 functions at n = 300: at ℓ = 2, 511 spectral densities underflow and more lie just above 1e-308; their
+    products in BLAS were subnormal numbers, and one evaluation cost 25× one at ℓ = 0.1 (a user trial: 1.2 s against
+    50 ms). Floored at VARIANCE_FLOOR × the largest, they cost the same (within 3×: timings of one process, medians of
+    3, alternated), and weigh nothing: log p is the dense Gaussian's with the variances floored only at 1e-308 (1e-10)."""
+    import time
+
+    from threadpoolctl import threadpool_limits
+
+    X = np.linspace(0.0, 10.0, 300)
+    y = np.sin(X) + 0.2 * np.random.default_rng(0).standard_normal(300)
+    with pm.Model() as model:
+        ell, s = pm.HalfNormal("ell", 3.0), pm.HalfNormal("s", 1.0)
+        bk.gp.marginal_likelihood("y", X, y, bk.kernels.RBF(ell), s, approx=bk.approx.HSGP(m=600, c=1.5))
+        f = numpy_function(model.value_vars, [model.logp(jacobian=False), *pt.grad(model.logp(), model.value_vars)])
+    seconds = {0.1: [], 2.0: []}
+    with threadpool_limits(1):
+        for _ in range(3):
+            for ell_value in seconds:
+                start = time.perf_counter()
+                f(np.log(ell_value), np.log(0.2))
+                seconds[ell_value].append(time.perf_counter() - start)
+    assert np.median(seconds[2.0]) < 3 * np.median(seconds[0.1]), seconds
+    Phi, omega = basis_reference(X[:, None], np.array([5.0]), np.array([7.5]), (600,))
+    prior = pm.logp(pm.HalfNormal.dist(3.0), 2.0).eval() + pm.logp(pm.HalfNormal.dist(1.0), 0.2).eval()
+    expected = dense_lml(Phi, np.maximum(rbf_psd(omega, 2.0), np.finfo(float).tiny), y, 0.2) + prior
+    assert float(f(np.log(2.0), np.log(0.2))[0]) == pytest.approx(expected, rel=1e-10)
 
 
 def test_the_solver_is_the_weight_space_blr_of_the_basis_with_spectral_variances():
