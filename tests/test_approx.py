@@ -504,6 +504,26 @@ def test_an_evidence_that_needs_more_than_m_max_warns(monkeypatch):
     assert chosen.features.m[0] <= 12
 
 
+def test_an_automatic_basis_is_chosen_column_by_column_and_does_not_depend_on_the_columns_units():
+    """Column 1 in metres or in millimetres (×1000), its ARD length scale alike: the same problem. PyMC's rule is applied
+    to each column with its own half-range and length scale, so the basis is the same (m per column, L in each column's
+    units) and so is log p, to round-off (1e-9 relative). Pooling the columns (one half-range, the smallest ℓ of all)
+    asked for m = 5600 in millimetres, capped the basis at 40 and ended 5 nats off, with a warning that named the wrong
+    column's length scale (a user trial)."""
+    rng = np.random.default_rng(9)
+    U = rng.uniform(0.0, 1.0, (400, 2))
+    y = np.sin(6 * U[:, 0]) * np.cos(4 * U[:, 1]) + 0.2 * rng.standard_normal(400)
+    fits = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing is wrong at either scale
+        for scale in (np.array([1.0, 1.0]), np.array([1.0, 1000.0])):
+            fits.append(bk.gp.condition(bk.kernels.RBF(0.2 * scale), U * scale, y, 0.2, approx=bk.approx.HSGP()))
+    metres, millimetres = fits
+    assert metres.features.m == millimetres.features.m
+    np.testing.assert_allclose(millimetres.features.parameters()["L"], metres.features.parameters()["L"] * [1.0, 1000.0], rtol=1e-12)
+    assert millimetres.log_marginal_likelihood == pytest.approx(metres.log_marginal_likelihood, rel=1e-9)
+
+
 def test_a_capped_basis_at_an_empirical_bayes_optimum_is_one_fit_warning_about_the_basis_kept(monkeypatch):
     """With M_MAX lowered to 12, the fit's optimum needs more functions than the cap. The bases the refinement tries on
     the way (PyMC's rule at each optimum, grown) are not said; the basis the fit keeps is said once, as a FitWarning at

@@ -212,19 +212,20 @@ def _prior_length_scales(kernel: Kernel) -> bool:
     return any(is_symbolic(node.hyperparameters["lengthscale"]) for node in _stationary_parts(kernel))
 
 
-def _lengthscale_range(kernel: Kernel) -> tuple[float, float, str]:
-    """(ℓmin, ℓmax, rule) over the stationary parts: numbers as given, random variables by their prior's quantiles."""
+def _lengthscale_range(kernel: Kernel, d: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """(ℓmin, ℓmax) per input column over the stationary parts — numbers as given, random variables by their prior's
+    quantiles; a scalar ℓ serves every column, an ARD one its own — and the rule."""
     low, high, rules = [], [], []
     for node in _stationary_parts(kernel):
         ell = node.hyperparameters["lengthscale"]
         if is_symbolic(ell):
-            lo, hi = np.quantile(draw(ell, draws=PRIOR_DRAWS, random_seed=0), PRIOR_QUANTILES)
+            lo, hi = np.quantile(draw(ell, draws=PRIOR_DRAWS, random_seed=0), PRIOR_QUANTILES, axis=0)
         else:
-            lo, hi = np.min(ell), np.max(ell)
-        low.append(lo), high.append(hi), rules.append(_RULES[type(node)])
+            lo = hi = np.asarray(ell, dtype=np.float64)
+        low.append(np.broadcast_to(lo, (d,))), high.append(np.broadcast_to(hi, (d,))), rules.append(_RULES[type(node)])
     # the roughest rule (largest a₂) decides m: Matérn 3/2 before 5/2 before the RBF
     rule = max(rules, key=["expquad", "matern52", "matern32"].index)
-    return float(min(low)), float(max(high)), rule
+    return np.min(low, axis=0), np.max(high, axis=0), rule
 
 
 class ShortBasisWarning(RuntimeWarning):
@@ -307,7 +308,7 @@ class HSGP:
             # as it is by a sampler: `bayeskern.fit.mcmc` says it is capped (`sampling_warnings`), not the model
             if capped and not (self.automatic and _prior_length_scales(kernel)):
                 warnings.warn(capped, RuntimeWarning, skip_file_prefixes=(PACKAGE_DIR,))
-        L = np.broadcast_to(np.asarray(self.L, dtype=np.float64), (d,)) if self.L is not None else (c or C_MIN) * S
+        L = np.broadcast_to(np.asarray(self.L, dtype=np.float64), (d,)) if self.L is not None else (C_MIN if c is None else c) * S
         if self.L is not None and np.any(L <= S):  # as c ≤ 1: a box that cuts the data off (log p was 950 nats off)
             k = int(np.argmax(L <= S))
             raise ValueError(f"L must exceed the data's half-range (the box centre ± L must contain the data with room to spare, "
@@ -378,23 +379,25 @@ def _pymc_rule(s: float, low: float, high: float, rule: str, box: float | None =
     return int(np.ceil(m_rule * (1.0 if box is None else box / L_rule))), L_rule  # (the ratio first: huge s, box)
 
 
-def _automatic(kernel: Kernel, S: np.ndarray, m, c, d: int, L=None) -> tuple[tuple, float, str | None]:
-    """PyMC's rule for (m, c) from the half-range S and the length scales, m for the box given (c or L) or the rule's,
-    capped at M_MAX[d]; and, where m was left out and the rule asks for more than M_MAX[d], the message that says so
-    (else None)."""
-    low, high, rule = _lengthscale_range(kernel)
-    s = float(np.max(S))
-    box = float(np.max(L)) if L is not None else None if c is None else c * s
-    needed, L_rule = _pymc_rule(s, low, high, rule, box)
-    c = c if c is not None else L_rule / s if s > 0 else None  # (no spread: L is given, c unused)
+def _automatic(kernel: Kernel, S: np.ndarray, m, c, d: int, L=None) -> tuple[tuple, object, str | None]:
+    """PyMC's rule for (m, c), column by column, from each column's half-range S and length scales: m for the box given
+    (c or L) or the rule's, capped at M_MAX[d], and c given or the rule's (one per column); and, where m was left out and
+    the rule asks for more than M_MAX[d] in some column, the message that says so (else None)."""
+    low, high, rule = _lengthscale_range(kernel, d)
+    L = None if L is None else np.broadcast_to(np.asarray(L, dtype=np.float64), (d,))
+    boxes = [L[k] if L is not None else None if c is None else c * S[k] for k in range(d)]
+    needed, L_rule = zip(*(_pymc_rule(float(S[k]), low[k], high[k], rule, boxes[k]) for k in range(d)), strict=True)
+    if c is None and L is None:
+        c = np.array(L_rule) / S  # (S > 0 in every column without L)
     capped = None
     if m is None:
-        if needed > M_MAX[d]:
-            capped = (f"HSGP: the smallest length scale {low:.3g} would need m = {needed} basis functions per column "
-                      f"(PyMC's rule, half-range {s:.3g}, box half-width {box or L_rule:.3g}); using m = {M_MAX[d]}, which "
-                      f"resolves length scales down to ≈ {low * needed / M_MAX[d]:.3g}. Give m explicitly, or a length-scale "
-                      "prior that excludes what the data cannot resolve")
-        m = (min(max(needed, 1), M_MAX[d]),) * d
+        k = int(np.argmax(needed))
+        if needed[k] > M_MAX[d]:
+            capped = (f"HSGP: the smallest length scale {low[k]:.3g} of column {k} would need m = {needed[k]} basis functions "
+                      f"(PyMC's rule, half-range {S[k]:.3g}, box half-width {boxes[k] or L_rule[k]:.3g}); using m = {M_MAX[d]}, "
+                      f"which resolves length scales down to ≈ {low[k] * needed[k] / M_MAX[d]:.3g}. Give m explicitly, or a "
+                      "length-scale prior that excludes what the data cannot resolve")
+        m = tuple(min(max(n, 1), M_MAX[d]) for n in needed)
     return m, c, capped
 
 
@@ -540,7 +543,7 @@ class HSGPLikelihood(KernelLikelihood):
         """An automatic basis chosen from the length scales' prior and capped at M_MAX: a sampler uses it as it is (not
         one an empirical-Bayes fit re-chose at its optimum below the cap, which the model then holds)."""
         d = self.X.shape[1]
-        if not (self.approx.automatic and _prior_length_scales(self.kernel)) or self.basis.m != (M_MAX[d],) * d:
+        if not (self.approx.automatic and _prior_length_scales(self.kernel)) or max(self.basis.m) < M_MAX[d]:
             return []
         capped = _automatic(self.kernel, _half_range(self.X), None, None, d)[2]
         return [capped] if capped else []
