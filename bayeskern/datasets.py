@@ -24,6 +24,10 @@ class Standardisation:
         """Inputs in the data's own units (rows like X's) as the model sees them: (x − mean) / sd per column."""
         return (X - self.x_mean) / self.x_sd
 
+    def targets(self, y: np.ndarray) -> np.ndarray:
+        """Targets in the data's own units as the model sees them: (y − mean) / sd."""
+        return (y - self.y_mean) / self.y_sd
+
     def as_dict(self) -> dict:
         return {"x_mean": self.x_mean.tolist(), "x_sd": self.x_sd.tolist(), "y_mean": self.y_mean, "y_sd": self.y_sd}
 
@@ -178,8 +182,7 @@ def load(source: str, base=".", n=None, seed=0, noise=0.3, path=None, x=None, y=
         scaled = Standardisation(X.mean(axis=0), X.std(axis=0), float(t.mean()), float(t.std()))
         if np.any(scaled.x_sd == 0) or scaled.y_sd == 0:
             raise ValueError(f"{origin}: a constant column cannot be standardised")
-        X, t = scaled.inputs(X), (t - scaled.y_mean) / scaled.y_sd
-    how = (", standardised (every column of X and y to mean 0, sd 1: the numbers below are in these units; a prediction grid "
-           "is given in the inputs' own units and standardised alike)") if standardize else ""
+        X, t = scaled.inputs(X), scaled.targets(t)
+    how = ", standardised (every column of X and y to mean 0, sd 1)" if standardize else ""
     return Data(np.asarray(X, float), np.asarray(t, float), tuple(x_names), y_name,
                 f"{origin}: {len(t)} rows, inputs {', '.join(x_names)}, target column {y_name!r}{how}", scaled)

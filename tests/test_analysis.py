@@ -179,4 +179,4 @@ def test_a_grid_on_standardised_data_is_given_in_the_inputs_own_units_and_standa
     scaled = analysis.data.standardisation.as_dict()
     np.testing.assert_allclose([scaled["x_mean"][0], scaled["x_sd"][0], scaled["y_mean"], scaled["y_sd"]],
                                [year.mean(), year.std(), level.mean(), level.std()], rtol=1e-12)
-    assert analysis.data.label("year") == "year (standardised)" and "given in the inputs' own units" in analysis.data.description
+    assert analysis.data.label("year") == "year (standardised)" and "standardised (every column of X and y to mean 0, sd 1)" in analysis.data.description

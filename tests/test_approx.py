@@ -504,6 +504,18 @@ def test_an_evidence_that_needs_more_than_m_max_warns(monkeypatch):
     assert chosen.features.m[0] <= 12
 
 
+def test_a_basis_capped_at_numeric_hyperparameters_is_one_warning_the_measured_one():
+    """ℓ = 0.02 on a range of 10: PyMC's rule asks for m = 1020 > 600. Conditioning measures log p at 600 and 1200 and says
+    that (12 nats); the rule's own "would need m = 1020" is not said beside it (a review: two warnings, other numbers)."""
+    X = np.sort(np.random.default_rng(0).uniform(0.0, 10.0, 200))
+    y = np.sin(40 * X) + 0.05 * np.random.default_rng(1).standard_normal(200)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        chosen = bk.gp.condition(bk.kernels.Matern32(0.02), X, y, 0.05, approx=bk.approx.HSGP())
+    assert chosen.features.m == (M_MAX[1],)
+    assert [str(w.message)[:56] for w in said] == ["HSGP: log p(t | θ) has not converged in the basis at m ="]
+
+
 def test_an_automatic_basis_is_chosen_column_by_column_and_does_not_depend_on_the_columns_units():
     """Column 1 in metres or in millimetres (×1000), its ARD length scale alike: the same problem. PyMC's rule is applied
     to each column with its own half-range and length scale, so the basis is the same (m per column, L in each column's

@@ -252,10 +252,8 @@ def test_a_blr_audit_with_other_features_asks_whether_the_models_kernel_is_their
     assert audit["features"] == "Fourier(order=2, period=1.0)" and audit["prior_cov"] == 1.0
     assert audit["kernel"].startswith("FeatureKernel(Monomials(degree=3), prior_cov=")  # Polynomial(3) is Monomials(3)
     # the report says what was compared and what the failure means (it once said "kernel_trick: FAILED." alone)
-    assert ("(BLR with features Fourier(order=2, period=1.0), prior covariance Σ = 1) against the function-space one "
-            "(GP with kernel FeatureKernel(Monomials(degree=3)") in (tmp_path / "r" / "report.md").read_text()
-    assert "differ beyond rtol = 1e-08 (" in (tmp_path / "r" / "report.md").read_text()
-    assert "that kernel is not φᵀΣφ of these features." in (tmp_path / "r" / "report.md").read_text()
+    assert "differ beyond rtol = 1e-08 (relative difference: " in (tmp_path / "r" / "report.md").read_text()
+    assert "that kernel is not φᵀΣφ of those features." in (tmp_path / "r" / "report.md").read_text()
 
 
 def test_blr_candidates_ranked_by_evidence(tmp_path):
@@ -274,7 +272,7 @@ def test_blr_candidates_ranked_by_evidence(tmp_path):
     assert summary["mcmc"] is None and summary["eb_vs_mcmc"] is None
     # the selected features at the fitted α⁻¹, σ: weight space equals function space (the audit's rtol 1e-8)
     assert summary["checks"]["kernel_trick"]["passed"] is True
-    assert "agree within rtol = 1e-08: on these points that kernel is φᵀΣφ of these features." in (tmp_path / "r" / "report.md").read_text()
+    assert "agree within rtol = 1e-08: on these points that kernel is φᵀΣφ of those features." in (tmp_path / "r" / "report.md").read_text()
     assert sorted(p.name for p in (tmp_path / "r" / "figures").iterdir()) == ["evidence.png", "fit.png", "kernel_trick.png", "prior_samples.png", "spectrum.png"]
     # the fit figure's caption names the bands it draws: empirical Bayes alone here (it once named an MCMC band too)
     assert _caption(tmp_path / "r", "fit.png") == "Data with the posterior mean and 95% band: empirical Bayes (orange, dashed band)."
@@ -425,3 +423,53 @@ def test_an_approximate_gp_spec_beyond_the_exact_limit_gets_its_audit_in_the_rep
     assert p["noise"] == pytest.approx(0.2, rel=0.05)
     report = (tmp_path / "r" / "report.md").read_text()
     assert "## Approximation" in report and "HSGP(m=60, c=3.0, L=None) against the exact GP" in report
+
+
+def test_a_kernel_trick_difference_that_is_not_finite_is_said_so():
+    """`summary.json` holds a relative difference that overflowed (one side's mean exactly 0) as None: the report's
+    sentence says "not finite" where it once raised a TypeError comparing None with a float, and lost the report."""
+    from bayeskern.report.document import _kernel_trick_sentence
+
+    failed = {"passed": False, "rtol": 1e-8, "rel_diff": {"mean": None, "cov": 0.02, "log_marginal_likelihood": 0.5}}
+    assert "(relative difference: not finite)" in _kernel_trick_sentence(failed)
+    failed["rel_diff"]["mean"] = 0.9
+    assert "(relative difference: mean by 0.9)" in _kernel_trick_sentence(failed)
+
+
+def test_a_report_on_standardised_data_says_so_and_records_the_means_and_sds(tmp_path):
+    """`standardize = true` on a CSV: the report says the numbers are in standardised units and the grid was given in the
+    input's own; results.nc's data group holds the means and sds as attributes (numpy's), the predictions' x the z-scores."""
+    rng = np.random.default_rng(0)
+    year = np.sort(rng.uniform(1960.0, 1990.0, 20))
+    level = 300.0 + 2.0 * np.sin(year / 3.0) + 0.3 * rng.standard_normal(20)
+    (tmp_path / "series.csv").write_text("year,level\n" + "".join(f"{a!r},{b!r}\n" for a, b in zip(year.tolist(), level.tolist())))
+    (tmp_path / "s.toml").write_text("""
+name = "years"
+[data]
+source = "csv"
+path = "series.csv"
+x = ["year"]
+y = "level"
+standardize = true
+[priors]
+ell = "Gamma(alpha=2.0, beta=2.0)"
+noise = "HalfNormal(sigma=0.5)"
+[model]
+kind = "gp"
+kernel = "RBF(lengthscale=ell)"
+sigma = "noise"
+[fit.empirical_bayes]
+restarts = 1
+[predict]
+start = 1961.0
+stop = 1989.0
+num = 5
+[report]
+prior_samples = 0
+""")
+    assert cli.main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "r")]) == 0
+    assert "The analysis runs in these standardised units: every number and figure below (the prediction grid, given in the input's own units" in (tmp_path / "r" / "report.md").read_text()
+    tree = xr.open_datatree(tmp_path / "r" / "results.nc")
+    np.testing.assert_allclose([tree["data"].attrs["x_mean"], tree["data"].attrs["x_sd"], tree["data"].attrs["y_mean"], tree["data"].attrs["y_sd"]],
+                               [year.mean(), year.std(), level.mean(), level.std()], rtol=1e-12)
+    np.testing.assert_allclose(tree["predictions"]["x"].values, (np.linspace(1961.0, 1989.0, 5) - year.mean()) / year.std(), rtol=0, atol=1e-12)

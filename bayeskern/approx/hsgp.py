@@ -42,7 +42,9 @@ C_MIN = 1.2
 M_MAX = {1: 600, 2: 40, 3: 14}
 #: the variances are floored at this fraction of the largest: a feature's share of log p(t | θ) is at most ~v·n/σ², so
 #: such a one weighs nothing; variances near the smallest normal float (1e-308) make BLAS multiply subnormal numbers,
-#: which this machine's BLAS does 10–30× slower (ℓ = 0.7 on m = 600 at n = 900: 1.2 s an evaluation, against 50 ms)
+#: which this machine's BLAS does 10–30× slower (ℓ = 0.7 on m = 600 at n = 900: 1.2 s an evaluation, against 50 ms).
+#: Where the largest variance is below ~1e-208 (targets ×1e-150) the smallest normal float floors them instead, as
+#: before: subnormal products come back, and with σ² near 1e-300 that floor weighs a little (0.03 nats, a review)
 VARIANCE_FLOOR = 1e-100
 #: the length-scale range of a random-variable length scale: these quantiles of its prior
 PRIOR_QUANTILES = (0.01, 0.99)
@@ -270,8 +272,9 @@ class HSGP:
     `m`: eigenfunctions per input column (an int, or one per column; Πm in all). `c`: the box's half-width
     as a multiple of the data's half-range S (L = c·S around the data's midpoint), c > 1. `L`: the half-width
     itself (instead of c). Left out, m and c follow PyMC's `approx_hsgp_hyperparams` rules from S and the
-    length scales (a random variable's by its prior's 1 %–99 % quantiles): c = max(a₁ℓmax/S, 1.2),
-    m = a₂c·S/ℓmin (a₂L/ℓmin in a box L given), m capped at `M_MAX`. 1–3 input columns.
+    length scales (a random variable's by its prior's 1 %–99 % quantiles), column by column (each column's S and
+    length scales): c = max(a₁ℓmax/S, 1.2), m = a₂c·S/ℓmin (a₂L/ℓmin in a box L given), m capped at `M_MAX`.
+    1–3 input columns.
     """
 
     m: object = None
@@ -323,7 +326,7 @@ class HSGP:
     def marginal_likelihood(self, name: str, X, y, kernel: Kernel, sigma, **kwargs):
         """Add the collapsed HSGP likelihood t ~ N(0, ΦVΦᵀ + σ²I) to the current PyMC model (see `bayeskern.gp.marginal_likelihood`)."""
         name, (X, t) = check_name(name), owned_data(X, y)  # (kept by the likelihood's record: not the caller's arrays)
-        record = _said_if_capped(self._record(check_kernel(kernel), X, t, check_sigma(sigma, allow_zero=False)))
+        record = _warn_if_capped(self._record(check_kernel(kernel), X, t, check_sigma(sigma, allow_zero=False)))
         record = dataclasses.replace(record, shared=SharedBasis.of(name, record.basis, record.rows))
         shared = record.shared
         y_data = pytensor.shared(t, name=f"{name}_y", shape=(None,))
@@ -347,7 +350,7 @@ class HSGP:
 
         `box_of`: the inputs whose range sets the box and m (X if None) — all the data, when X is a subsample.
         """
-        record = _said_if_capped(self._record(kernel, X, t, sigma, box_of))
+        record = _warn_if_capped(self._record(kernel, X, t, sigma, box_of))
         for message in record.resolution_messages(fitted=False):
             warnings.warn(message, ShortBasisWarning, skip_file_prefixes=(PACKAGE_DIR,))
         return record.condition()
@@ -356,12 +359,16 @@ class HSGP:
         """The likelihood record: the basis for `box_of` (X if None) and the statistics of Φ(X) with t; an automatic basis
         at numeric hyperparameters is enlarged until log p(t | θ) has converged in it (`_converged`)."""
         kernel._check_dims(X.shape[1], None)  # (length scales against X's columns, named, before the basis reads them)
-        basis = self.basis(kernel, X if box_of is None else box_of)
+        numeric = not any(is_symbolic(v) for v in [sigma] + [v for node in kernel.walk() for v in node.parameters().values()])
+        with warnings.catch_warnings():
+            if self.automatic and numeric:  # the rule's "capped" is replaced by `_converged`'s measured verdict (`capped`)
+                warnings.simplefilter("ignore", RuntimeWarning)
+            basis = self.basis(kernel, X if box_of is None else box_of)
         record = HSGPLikelihood(X, t, sigma, kernel, basis, DesignRows(basis, X, t), self)
-        return _converged(record) if self.automatic and not any(is_symbolic(v) for v in record.hyperparameters()) else record
+        return _converged(record) if self.automatic and numeric else record
 
 
-def _said_if_capped(record: "HSGPLikelihood") -> "HSGPLikelihood":
+def _warn_if_capped(record: "HSGPLikelihood") -> "HSGPLikelihood":
     """`record`, after a RuntimeWarning with its `capped` message if it has one (a basis used as it is)."""
     if record.capped:
         warnings.warn(record.capped, RuntimeWarning, skip_file_prefixes=(PACKAGE_DIR,))
@@ -421,7 +428,7 @@ def _converged(record: "HSGPLikelihood") -> "HSGPLikelihood":
             step = _lml(here[1], _scaled(here[1].basis, *wider))
             if not _moved(here[0], step[0]):
                 return here[1] if here[1].capped is None else dataclasses.replace(here[1], capped=None)
-        capped = _beyond_cap(here, step)
+        capped = _capped_message(here, step)
         if capped:
             return dataclasses.replace(here[1], capped=capped)
         here = step
@@ -442,7 +449,7 @@ def _scaled(basis: HilbertBasis, m_factor: float, L_factor: float) -> HilbertBas
     return basis.resized(tuple(int(np.ceil(m_factor * k)) for k in basis.m), L_factor * basis.parameters()["L"])
 
 
-def _beyond_cap(here: tuple, bigger: tuple) -> str | None:
+def _capped_message(here: tuple, bigger: tuple) -> str | None:
     """Where the basis of `bigger` (log p, record) exceeds M_MAX, the message that log p had not converged in `here`'s."""
     m, d = bigger[1].basis.m, len(bigger[1].basis.m)
     if max(m) <= M_MAX[d]:
@@ -510,8 +517,9 @@ class HSGPLikelihood(KernelLikelihood):
             warnings.simplefilter("ignore", RuntimeWarning)
             grown = _converged(numeric)  # `numeric`'s basis when log p has converged in it
             chosen = self.approx._record(numeric.kernel, self.X, self.y, numeric.sigma)  # PyMC's rule at the fitted ℓ, then grown
-        kept = grown.basis is numeric.basis and _size(self.basis) <= 2 * _size(chosen.basis)  # (the factor 2 keeps a fit
-        self.shared.capped_at_fit[:] = [grown.capped] if kept and grown.capped else []  # from chasing the rule's c)
+        # (the factor 2 keeps a fit from chasing the rule's c, which moves with every ℓ)
+        kept = grown.basis is numeric.basis and _size(self.basis) <= 2 * _size(chosen.basis)
+        self.shared.capped_at_fit[:] = [grown.capped] if kept and grown.capped else []
         if kept:
             return None
         best = min((grown, chosen), key=lambda r: _size(r.basis))

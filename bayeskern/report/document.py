@@ -48,6 +48,10 @@ def _data_and_model(a) -> list[tuple]:
     spec, out = a.spec, []
     out += [("h1", spec.report.title), ("p", spec.description)]
     out += [("h2", "Data and model"), ("p", a.data.description + ".")]
+    if a.data.standardisation is not None:
+        out.append(("p", "The analysis runs in these standardised units: every number and figure below"
+                         + (" (the prediction grid, given in the input's own units, is standardised alike)" if a.spec.grid is not None else "")
+                         + "; summary.json's data.standardisation holds the means and sds that convert back."))
     kind = ("a zero-mean Gaussian process, t = f(x) + ε, f ~ GP(0, k), ε ~ N(0, σ²)" if spec.kind == "gp"
             else "Bayesian linear regression t = Φw + ε, w ~ N(0, Σ) with Σ from prior_cov (a number c: c·I; a vector: its diagonal), "
                  "ε ~ N(0, σ²), weights integrated out")
@@ -159,7 +163,7 @@ def _checks(summary: dict, fig) -> list[tuple]:
         if name == "approximation":
             continue  # its own section
         verdict = result["passed"]
-        sentence = f" {result['verdict']}" if isinstance(result.get("verdict"), str) else _kernel_trick_sentence(result)
+        sentence = f" {result['verdict']}" if isinstance(result.get("verdict"), str) else _kernel_trick_sentence(result) if name == "kernel_trick" else ""
         out.append(("p", f"{name}: {'passed' if verdict else 'FAILED'}.{sentence}"))
         result = {k: v for k, v in result.items() if k not in ("eigenvalues", "verdict", "is_psd")}  # spectrum plotted; is_psd = passed
         flat = {f"{k}.{j}" if isinstance(v, dict) else k: w for k, v in result.items() for j, w in (v.items() if isinstance(v, dict) else [(None, v)])}
@@ -169,16 +173,14 @@ def _checks(summary: dict, fig) -> list[tuple]:
 
 
 def _kernel_trick_sentence(result: dict) -> str:
-    """For the kernel-trick audit: the two sides it compared, and what its verdict says of the model's kernel."""
-    if "kernel" not in result:
-        return ""
-    sides = (f" The weight-space posterior (BLR with features {result['features']}, prior covariance Σ = {_num(result['prior_cov'])}) "
-             f"against the function-space one (GP with kernel {result['kernel']}), both with σ = {_num(result['sigma'], 3)}")
+    """What the kernel-trick audit's verdict says of the kernel it audited (its two sides are in the table below)."""
+    sides = (" The weight-space posterior (BLR with the features and prior covariance Σ below) and the function-space one "
+             "(GP with the kernel below)")
     if result["passed"]:
-        return f"{sides}, agree within rtol = {_num(result['rtol'], 2)}: on these points that kernel is φᵀΣφ of these features."
-    worst = max(result["rel_diff"], key=result["rel_diff"].get)
-    return (f"{sides}, differ beyond rtol = {_num(result['rtol'], 2)} ({worst}: {_num(result['rel_diff'][worst], 3)} relative): "
-            "that kernel is not φᵀΣφ of these features.")
+        return f"{sides} agree within rtol = {_num(result['rtol'], 2)}: on these points that kernel is φᵀΣφ of those features."
+    finite = {k: v for k, v in result["rel_diff"].items() if v is not None}  # (None: a difference that was not finite)
+    worst = f"{max(finite, key=finite.get)} by {_num(max(finite.values()), 3)}" if finite and len(finite) == len(result["rel_diff"]) else "not finite"
+    return f"{sides} differ beyond rtol = {_num(result['rtol'], 2)} (relative difference: {worst}): that kernel is not φᵀΣφ of those features."
 
 
 def _approximation(summary: dict) -> list[tuple]:

@@ -86,6 +86,7 @@ def prior_figure(a) -> bytes:
             ax.text(0.5, 0.5, "kernel not PSD on the grid", ha="center", transform=ax.transAxes)
         text = ", ".join(f"{n}={np.asarray(v).round(3).tolist()}" for n, v in params.items())
         ax.set_title(textwrap.fill(("fitted: " if k == 0 else "prior draw: ") + text, 45), fontsize=7)
+    fig.supxlabel(a.data.label(a.data.x_names[0]))
     fig.suptitle(f"functions drawn from {_prior_of_f(a)}")
     return _png(fig)
 
@@ -142,7 +143,7 @@ def kernel_trick_figure(a) -> bytes:
         top.plot(x[order], m + Z95 * s, style, color=colour, lw=0.7)
         top.plot(x[order], m - Z95 * s, style, color=colour, lw=0.7)
     top.plot(a.data.X[:, 0], a.data.y, "o", ms=3, color=DATA_COLOUR)
-    top.set(title=f"kernel trick: {c['phi']}", ylabel="predictive mean ± 95%")
+    top.set(title=f"kernel trick: {c['phi']}", ylabel=f"predictive mean ± 95% ({a.data.label(a.data.y_name)})")
     top.legend(fontsize=8)
     for key, colour in (("mean", "black"), ("sd", "grey")):
         diff = np.abs(c[f"weight_{key}"] - c[f"function_{key}"])[order]
