@@ -12,7 +12,7 @@ import bayeskern as bk
 from bayeskern import blr
 from bayeskern._compile import numpy_function
 from bayeskern._weight_space_evidence import weight_space_evidence
-from bayeskern.approx.hsgp import M_MAX, HilbertBasis
+from bayeskern.approx.hsgp import BASIS_LML_TOL, M_MAX, HilbertBasis
 from bayeskern.likelihood import find_likelihood
 
 RNG = np.random.default_rng(7)
@@ -480,7 +480,6 @@ def test_a_given_basis_is_kept_by_the_fit():
 
 def test_an_automatic_basis_at_numeric_hyperparameters_has_a_converged_evidence():
     """bk.gp.condition with HSGP(): doubling m or widening the box moves log p by ≤ BASIS_LML_TOL; PyMC's rule alone does not."""
-    from bayeskern.approx.hsgp import BASIS_LML_TOL
 
     kernel = 2.0**2 * bk.kernels.Matern52(4.0)
     chosen = bk.gp.condition(kernel, X_SMOOTH, Y_SMOOTH, 0.2, approx=bk.approx.HSGP())
@@ -534,6 +533,20 @@ def test_an_automatic_basis_is_chosen_column_by_column_and_does_not_depend_on_th
     assert metres.features.m == millimetres.features.m
     np.testing.assert_allclose(millimetres.features.parameters()["L"], metres.features.parameters()["L"] * [1.0, 1000.0], rtol=1e-12)
     assert millimetres.log_marginal_likelihood == pytest.approx(metres.log_marginal_likelihood, rel=1e-9)
+
+
+def test_an_automatic_basis_grows_each_column_up_to_the_cap():
+    """Columns of half-range 0.5 and 3.5 under one ℓ = 0.5: PyMC's rule starts at m = (10, 28). Growing every column
+    1.5× passes M_MAX = 40 in the second, which once stopped the growth there, 0.077 nats off with a warning (a review);
+    each column now grows as far as the cap lets it, and log p is within BASIS_LML_TOL of the exact GP's, unwarned."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0.0, 1.0, (150, 2)) * [1.0, 7.0]
+    y = np.sin(3 * X[:, 0]) + np.cos(X[:, 1]) + 0.1 * rng.standard_normal(150)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chosen = bk.gp.condition(bk.kernels.RBF(0.5), X, y, 0.1, approx=bk.approx.HSGP())
+    exact = bk.gp.condition(bk.kernels.RBF(0.5), X, y, 0.1).log_marginal_likelihood
+    assert chosen.features.m[1] == M_MAX[2] and abs(chosen.log_marginal_likelihood - exact) < BASIS_LML_TOL
 
 
 def test_a_capped_basis_at_an_empirical_bayes_optimum_is_one_fit_warning_about_the_basis_kept(monkeypatch):

@@ -417,9 +417,9 @@ def _lml(record: "HSGPLikelihood", basis: HilbertBasis) -> tuple[float, "HSGPLik
 def _converged(record: "HSGPLikelihood") -> "HSGPLikelihood":
     """The numeric `record` with the basis, from its own (PyMC's rule) upwards, in which log p(t | θ) has converged:
     m doubled in the same box while doubling moves it by more than BASIS_LML_TOL (resolution), else the box widened
-    1.5× with 1.5× the functions (the same highest frequency) while that does (room at the edges). `record` itself
-    when its basis passes both; m is capped at M_MAX, and a basis stopped there before log p converged carries the
-    message that says so (`capped`), for its caller to give."""
+    1.5× with 1.5× the functions (the same highest frequency) while that does (room at the edges), each column as far
+    as M_MAX lets it (the tests themselves may go beyond). `record` itself when its basis passes both; a basis that can
+    grow no further before log p converged carries the message that says so (`capped`), for its caller to give."""
     (finer, _), (wider, _) = LARGER_BASES
     here = (record.condition().log_marginal_likelihood, record)
     while True:
@@ -428,10 +428,10 @@ def _converged(record: "HSGPLikelihood") -> "HSGPLikelihood":
             step = _lml(here[1], _scaled(here[1].basis, *wider))
             if not _moved(here[0], step[0]):
                 return here[1] if here[1].capped is None else dataclasses.replace(here[1], capped=None)
-        capped = _capped_message(here, step)
-        if capped:
-            return dataclasses.replace(here[1], capped=capped)
-        here = step
+        grown = _under_cap(here[1].basis, step[1].basis)
+        if grown.m == here[1].basis.m:  # no column can grow under M_MAX
+            return dataclasses.replace(here[1], capped=_capped_message(here, step))
+        here = step if grown.m == step[1].basis.m else _lml(here[1], grown)
 
 
 def _moved(lml: float, other: float) -> bool:
@@ -449,11 +449,17 @@ def _scaled(basis: HilbertBasis, m_factor: float, L_factor: float) -> HilbertBas
     return basis.resized(tuple(int(np.ceil(m_factor * k)) for k in basis.m), L_factor * basis.parameters()["L"])
 
 
-def _capped_message(here: tuple, bigger: tuple) -> str | None:
-    """Where the basis of `bigger` (log p, record) exceeds M_MAX, the message that log p had not converged in `here`'s."""
+def _under_cap(here: HilbertBasis, step: HilbertBasis) -> HilbertBasis:
+    """The larger basis `step` with each column's m cut to M_MAX, and `here`'s m and L in the columns already at M_MAX."""
+    cap = M_MAX[len(step.m)]
+    grows = np.array(here.m) < cap
+    m = tuple(min(b, cap) if g else a for a, b, g in zip(here.m, step.m, grows, strict=True))
+    return here.resized(m, np.where(grows, step.parameters()["L"], here.parameters()["L"]))
+
+
+def _capped_message(here: tuple, bigger: tuple) -> str:
+    """That log p had not converged in `here`'s basis (log p, record), by how much `bigger`'s moves it, beyond M_MAX."""
     m, d = bigger[1].basis.m, len(bigger[1].basis.m)
-    if max(m) <= M_MAX[d]:
-        return None
     return (f"HSGP: log p(t | θ) has not converged in the basis at m = {here[1].basis.m} (m = {m} moves it by "
             f"{abs(bigger[0] - here[0]):.3g} nats), and more than m = {M_MAX[d]} per column is not chosen automatically; "
             "give m and c, or use the exact GP or VFE")
