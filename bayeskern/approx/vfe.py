@@ -36,10 +36,12 @@ KMEANS_POINTS_PER_CENTER = 50
 #: a RuntimeWarning (a FitWarning at an EB optimum) when the jitter δ on K_uu costs the trace term at least this many nats:
 #: a Bayes factor of e between models compared by their bounds
 JITTER_COST_WARNING = 1.0
-#: from this many nats of `jitter_trace_cost` on, the bound is also computed with δ/JITTER_PROBE, and the difference is what
+#: from this many nats of `jitter_trace_cost` and the log N term's first-order share on, the bound is also computed with δ/JITTER_PROBE, and the difference is what
 #: the jitter costs the whole bound (`jitter_bound_cost`): with Z = X and σ below the data's noise the trace term's share
 #: was 0.74 nats but the bound moved by 19 (the log N(t | 0, Q + σ²I) term too, the same way), 26×; a review's share of
-#: 0.01 moved it by 0.12, 12×. From 0.05 (1/20 of the warning's 1 nat) a second build of the bound is paid where it can matter
+#: 0.01 moved it by 0.12, 12×; a user trial's (a very smooth kernel on 60 inducing points) 0.0014 moved it by 1.19, 870×,
+#: where the log N term's first-order share was 1.192. From 0.05 of the two shares (1/20 of the warning's 1 nat) a second
+#: build of the bound is paid where it can matter
 MEASURE_JITTER_FROM, JITTER_PROBE = 0.05, 100.0
 
 
@@ -96,7 +98,8 @@ class InducingPosterior(WeightSpaceBLR):
     `inducing_jitter`: δ, added to K_uu always (a fixed INDUCING_JITTER relative to its mean diagonal, as GPflow and
     PyMC do, so that close inducing points keep the bound's gradient stable; Q is then the Nyström kernel of K_uu + δI,
     still ≤ K). `jitter_trace_cost`: a lower bound on the nats of `trace_term` that come from δ rather than from the
-    inducing points, δ·‖(K_uu + δI)⁻¹K_uf‖²_F/(2σ²); it grows as σ⁻². From MEASURE_JITTER_FROM nats of it on,
+    inducing points, δ·‖(K_uu + δI)⁻¹K_uf‖²_F/(2σ²); it grows as σ⁻². From MEASURE_JITTER_FROM nats of it and of
+    the log N(t | 0, Q + σ²I) term's first-order share, ½δ‖(K_uu + δI)⁻¹K_uf α‖² (α = (Q + σ²I)⁻¹t), on,
     `jitter_bound_cost` is what δ costs the whole bound, measured as F(δ/JITTER_PROBE) − F (None below, or where K_uu
     with that little jitter has no Cholesky factor: then the trace term's share stands for it); a RuntimeWarning says
     when the cost reaches JITTER_COST_WARNING. The
@@ -119,8 +122,10 @@ class InducingPosterior(WeightSpaceBLR):
         # so tr(Q₀ − Q_δ) ≥ δ‖PΦᵀ‖²_F = δ tr(PᵀP ΦᵀΦ)
         P = features.projection
         self.jitter_trace_cost = features.jitter * float(np.sum((P.T @ P) * rows.gram)) / (2.0 * sigma**2)
+        # the log N term's share to first order, ½δ αᵀK_fu(K_uu + δI)⁻²K_uf α = ½δ‖PΦᵀα‖², Φᵀα = m_w (w ~ N(0, I))
+        fit_share = 0.5 * features.jitter * float(np.sum((P @ self.weights_mean) ** 2))
         self.jitter_bound_cost = None
-        if jitter is None and self.jitter_trace_cost >= MEASURE_JITTER_FROM:
+        if jitter is None and self.jitter_trace_cost + fit_share >= MEASURE_JITTER_FROM:
             tighter = self._bound_with(kernel, Z, X, t, sigma, features.jitter / JITTER_PROBE)
             self.jitter_bound_cost = None if tighter is None else tighter - self.log_marginal_likelihood
         for message in self.jitter_warnings():
