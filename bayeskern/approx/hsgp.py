@@ -359,13 +359,15 @@ class HSGP:
         """The likelihood record: the basis for `box_of` (X if None) and the statistics of Φ(X) with t; an automatic basis
         at numeric hyperparameters is enlarged until log p(t | θ) has converged in it (`_converged`)."""
         kernel._check_dims(X.shape[1], None)  # (length scales against X's columns, named, before the basis reads them)
-        numeric = not any(is_symbolic(v) for v in [sigma] + [v for node in kernel.walk() for v in node.parameters().values()])
-        with warnings.catch_warnings():
-            if self.automatic and numeric:  # the rule's "capped" is replaced by `_converged`'s measured verdict (`capped`)
-                warnings.simplefilter("ignore", RuntimeWarning)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
             basis = self.basis(kernel, X if box_of is None else box_of)
         record = HSGPLikelihood(X, t, sigma, kernel, basis, DesignRows(basis, X, t), self)
-        return _converged(record) if self.automatic and numeric else record
+        if self.automatic and not any(is_symbolic(v) for v in record.hyperparameters()):
+            return _converged(record)  # (its measured verdict, `capped`, replaces what the rule said of the basis)
+        for w in said:
+            warnings.warn(w.message, w.category, skip_file_prefixes=(PACKAGE_DIR,))
+        return record
 
 
 def _warn_if_capped(record: "HSGPLikelihood") -> "HSGPLikelihood":

@@ -36,8 +36,8 @@ KMEANS_POINTS_PER_CENTER = 50
 #: a RuntimeWarning (a FitWarning at an EB optimum) when the jitter δ on K_uu costs the trace term at least this many nats:
 #: a Bayes factor of e between models compared by their bounds
 JITTER_COST_WARNING = 1.0
-#: from this many nats of `jitter_trace_cost` and the log N term's first-order share on, the bound is also computed with δ/JITTER_PROBE, and the difference is what
-#: the jitter costs the whole bound (`jitter_bound_cost`): with Z = X and σ below the data's noise the trace term's share
+#: from this many nats of `jitter_trace_cost` and the log N term's first-order share on, the bound is also computed with
+#: δ/JITTER_PROBE, and the difference is what the jitter costs the whole bound (`jitter_bound_cost`): with Z = X and σ below the data's noise the trace term's share
 #: was 0.74 nats but the bound moved by 19 (the log N(t | 0, Q + σ²I) term too, the same way), 26×; a review's share of
 #: 0.01 moved it by 0.12, 12×; a user trial's (a very smooth kernel on 60 inducing points) 0.0014 moved it by 1.19, 870×,
 #: where the log N term's first-order share was 1.192. From 0.05 of the two shares (1/20 of the warning's 1 nat) a second
