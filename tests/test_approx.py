@@ -136,8 +136,8 @@ def test_a_spectral_density_that_underflows_keeps_the_likelihood_and_its_gradien
 def test_variances_near_the_smallest_float_cost_an_evaluation_no_more_than_any_others():
     """m = 600 functions at n = 300: at ℓ = 2, 511 spectral densities underflow and more lie just above 1e-308; their
     products in BLAS were subnormal numbers, and one evaluation cost 25× one at ℓ = 0.1 (a user trial: 1.2 s against
-    50 ms). Floored at VARIANCE_FLOOR × the largest, they cost the same (within 3×: timings of one process, medians of
-    3, alternated), and weigh nothing: log p is the dense Gaussian's with the variances floored only at 1e-308 (1e-10)."""
+    50 ms). Floored at VARIANCE_FLOOR × the largest, they cost the same (within 5×, a margin for a busy machine: timings
+    of one process, medians of 5, alternated), and weigh nothing: log p is the dense Gaussian's with the variances floored only at 1e-308 (1e-10)."""
     import time
 
     from threadpoolctl import threadpool_limits
@@ -150,12 +150,12 @@ def test_variances_near_the_smallest_float_cost_an_evaluation_no_more_than_any_o
         f = numpy_function(model.value_vars, [model.logp(jacobian=False), *pt.grad(model.logp(), model.value_vars)])
     seconds = {0.1: [], 2.0: []}
     with threadpool_limits(1):
-        for _ in range(3):
+        for _ in range(5):
             for ell_value in seconds:
                 start = time.perf_counter()
                 f(np.log(ell_value), np.log(0.2))
                 seconds[ell_value].append(time.perf_counter() - start)
-    assert np.median(seconds[2.0]) < 3 * np.median(seconds[0.1]), seconds
+    assert np.median(seconds[2.0]) < 5 * np.median(seconds[0.1]), seconds
     Phi, omega = basis_reference(X[:, None], np.array([5.0]), np.array([7.5]), (600,))
     prior = pm.logp(pm.HalfNormal.dist(3.0), 2.0).eval() + pm.logp(pm.HalfNormal.dist(1.0), 0.2).eval()
     expected = dense_lml(Phi, np.maximum(rbf_psd(omega, 2.0), np.finfo(float).tiny), y, 0.2) + prior
