@@ -156,14 +156,20 @@ prior_samples = 0
 """
 
 
+def write_years(folder, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """`folder`/series.csv for STANDARDISED_CSV: n years in 1960–1990 and levels around 300 (a seasonal wiggle, noise)."""
+    rng = np.random.default_rng(0)
+    year = np.sort(rng.uniform(1960.0, 1990.0, n))
+    level = 300.0 + 2.0 * np.sin(year / 3.0) + 0.3 * rng.standard_normal(n)
+    (folder / "series.csv").write_text("year,level\n" + "".join(f"{a!r},{b!r}\n" for a, b in zip(year.tolist(), level.tolist())))
+    return year, level
+
+
 def test_a_grid_on_standardised_data_is_given_in_the_inputs_own_units_and_standardised_alike(tmp_path):
     """Years 1960–1990 and levels around 300, standardised: the grid 1961–1989 is in years and is predicted at its
     z-scores (within the data), not at z = 1961… (a prior 1961 sds away). The model's numbers are in z-units, and the
     standardisation is recorded; the reference standardises with numpy and predicts from R&W 2.25–2.26."""
-    rng = np.random.default_rng(0)
-    year = np.sort(rng.uniform(1960.0, 1990.0, 30))
-    level = 300.0 + 2.0 * np.sin(year / 3.0) + 0.3 * rng.standard_normal(30)
-    (tmp_path / "series.csv").write_text("year,level\n" + "".join(f"{a!r},{b!r}\n" for a, b in zip(year.tolist(), level.tolist())))
+    year, level = write_years(tmp_path, 30)
     analysis = _run(tmp_path, STANDARDISED_CSV)
     z_year, z_level = (year - year.mean()) / year.std(), (level - level.mean()) / level.std()
     z_grid = (np.linspace(1961.0, 1989.0, 7) - year.mean()) / year.std()

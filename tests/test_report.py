@@ -439,37 +439,13 @@ def test_a_kernel_trick_difference_that_is_not_finite_is_said_so():
 def test_a_report_on_standardised_data_says_so_and_records_the_means_and_sds(tmp_path):
     """`standardize = true` on a CSV: the report says the numbers are in standardised units and the grid was given in the
     input's own; results.nc's data group holds the means and sds as attributes (numpy's), the predictions' x the z-scores."""
-    rng = np.random.default_rng(0)
-    year = np.sort(rng.uniform(1960.0, 1990.0, 20))
-    level = 300.0 + 2.0 * np.sin(year / 3.0) + 0.3 * rng.standard_normal(20)
-    (tmp_path / "series.csv").write_text("year,level\n" + "".join(f"{a!r},{b!r}\n" for a, b in zip(year.tolist(), level.tolist())))
-    (tmp_path / "s.toml").write_text("""
-name = "years"
-[data]
-source = "csv"
-path = "series.csv"
-x = ["year"]
-y = "level"
-standardize = true
-[priors]
-ell = "Gamma(alpha=2.0, beta=2.0)"
-noise = "HalfNormal(sigma=0.5)"
-[model]
-kind = "gp"
-kernel = "RBF(lengthscale=ell)"
-sigma = "noise"
-[fit.empirical_bayes]
-restarts = 1
-[predict]
-start = 1961.0
-stop = 1989.0
-num = 5
-[report]
-prior_samples = 0
-""")
+    from test_analysis import STANDARDISED_CSV, write_years
+
+    year, level = write_years(tmp_path, 20)
+    (tmp_path / "s.toml").write_text(STANDARDISED_CSV)
     assert cli.main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "r")]) == 0
     assert "The analysis runs in these standardised units: every number and figure below (the prediction grid, given in the input's own units" in (tmp_path / "r" / "report.md").read_text()
     tree = xr.open_datatree(tmp_path / "r" / "results.nc")
     np.testing.assert_allclose([tree["data"].attrs["x_mean"], tree["data"].attrs["x_sd"], tree["data"].attrs["y_mean"], tree["data"].attrs["y_sd"]],
                                [year.mean(), year.std(), level.mean(), level.std()], rtol=1e-12)
-    np.testing.assert_allclose(tree["predictions"]["x"].values, (np.linspace(1961.0, 1989.0, 5) - year.mean()) / year.std(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(tree["predictions"]["x"].values, (np.linspace(1961.0, 1989.0, 7) - year.mean()) / year.std(), rtol=0, atol=1e-12)

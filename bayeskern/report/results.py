@@ -63,12 +63,6 @@ def _audited(name: str, a) -> dict:
     return {"features": c["phi"], "prior_cov": c["prior_cov"], "sigma": c["sigma"], "kernel": c["kernel"]}
 
 
-def _standardisation(data) -> dict:
-    """The means and sds of standardised data as netCDF attributes (numbers and vectors), none for data in their own units."""
-    scaled = data.standardisation
-    return {} if scaled is None else {"x_mean": scaled.x_mean, "x_sd": scaled.x_sd, "y_mean": scaled.y_mean, "y_sd": scaled.y_sd}
-
-
 def results_tree(a) -> xr.DataTree:
     """The MCMC DataTree (if any) with groups added: `data`, `candidates`, `empirical_bayes`, `predictions`, `checks`, `loo`
     (with MCMC: PSIS-LOO's pointwise elpd and Pareto k̂), `cross_validation` (with [cv]: each candidate's held-out log predictive density per observation, NaN for a failed
@@ -78,7 +72,7 @@ def results_tree(a) -> xr.DataTree:
     obs = np.arange(len(a.data.y))
     dt["data"] = xr.DataTree(xr.Dataset(
         {"X": (("obs", "input"), a.data.X), "y": ("obs", a.data.y)},
-        coords={"obs": obs, "input": list(a.data.x_names)}, attrs={"description": a.data.description, **_standardisation(a.data)}))
+        coords={"obs": obs, "input": list(a.data.x_names)}, attrs={"description": a.data.description, **(a.data.standardisation.as_dict() if a.data.standardisation else {})}))
     lml = [np.nan if c.log_marginal_likelihood is None else c.log_marginal_likelihood for c in a.candidates]
     dt["candidates"] = xr.DataTree(xr.Dataset(
         {"log_marginal_likelihood": ("candidate", np.asarray(lml, float))},
